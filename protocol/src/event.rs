@@ -1,0 +1,194 @@
+//! Events agentd pushes to attached clients. Each carries its session's sequence number, so a client
+//! that re-attaches can ask for everything after the last one it saw.
+
+use crate::ids::{ApprovalId, Seq, SessionId, ToolCallId};
+use crate::session::{FinishReason, TodoItem, TokenUsage};
+use crate::verdict::{ApprovalDecision, Verdict};
+use crate::wire_enum;
+use serde::{Deserialize, Serialize};
+
+/// One event of one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventEnvelope {
+    /// The session it belongs to.
+    pub session: SessionId,
+    /// Its place in that session's event log, starting at 1.
+    pub seq: Seq,
+    /// What happened.
+    pub event: Event,
+}
+
+wire_enum! {
+    /// Something that happened in a session.
+    pub enum Event {
+        /// A user message was accepted.
+        UserMessage(UserMessage),
+        /// The agent started working on a user message.
+        TurnStarted(TurnStarted),
+        /// A fragment of the assistant's text, as it streams.
+        AssistantTextDelta(AssistantTextDelta),
+        /// The assistant's whole message for one model call.
+        AssistantMessage(AssistantMessage),
+        /// A tool call is about to be dispatched, with the policy's verdict.
+        ToolCallStarted(ToolCallStarted),
+        /// A tool call waits for a human: answer with an `approval_reply` request.
+        ApprovalRequested(ApprovalRequested),
+        /// An approval request was answered (by a client, or by the mode or a timeout).
+        ApprovalResolved(ApprovalResolved),
+        /// A fragment of a running tool's output.
+        ToolOutputDelta(ToolOutputDelta),
+        /// A tool call ended; `content` is what the model receives.
+        ToolCallFinished(ToolCallFinished),
+        /// The agent replaced its todo list.
+        TodoListChanged(TodoListChanged),
+        /// Old history was summarised to fit the model's context window.
+        ContextCompacted(ContextCompacted),
+        /// The turn ended.
+        TurnFinished(TurnFinished),
+    }
+}
+
+/// A tool call as the model asked for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call; its result must carry the same id.
+    pub id: ToolCallId,
+    /// The tool's name, as the model wrote it (it may name no real tool).
+    pub name: String,
+    /// The arguments as the raw JSON text the model wrote (it may not be valid JSON).
+    pub arguments: String,
+}
+
+/// Payload of [`Event::UserMessage`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserMessage {
+    /// The message text.
+    pub text: String,
+}
+
+/// Payload of [`Event::TurnStarted`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnStarted {
+    /// The turn's number within the session, from 1.
+    pub turn: u64,
+}
+
+/// Payload of [`Event::AssistantTextDelta`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssistantTextDelta {
+    /// The new text.
+    pub text: String,
+}
+
+/// Payload of [`Event::AssistantMessage`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    /// The message's text (may be empty when it only calls tools).
+    pub text: String,
+    /// The tool calls it asked for, in order.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// Payload of [`Event::ToolCallStarted`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallStarted {
+    /// The call.
+    pub call: ToolCall,
+    /// The policy's verdict.
+    pub verdict: Verdict,
+    /// Why: the rule that decided and what it matched.
+    pub reason: String,
+}
+
+/// Payload of [`Event::ApprovalRequested`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRequested {
+    /// The id to answer with.
+    pub approval: ApprovalId,
+    /// The call waiting.
+    pub call: ToolCall,
+    /// Why it needs approval.
+    pub reason: String,
+}
+
+/// Payload of [`Event::ApprovalResolved`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalResolved {
+    /// The request answered.
+    pub approval: ApprovalId,
+    /// The answer.
+    pub decision: ApprovalDecision,
+    /// Who answered: `user`, `mode` or `timeout`.
+    pub by: String,
+}
+
+/// Payload of [`Event::ToolOutputDelta`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOutputDelta {
+    /// The call producing it.
+    pub call_id: ToolCallId,
+    /// Output text (invalid UTF-8 replaced), stdout and stderr merged in arrival order.
+    pub text: String,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// It ran and succeeded.
+    Ok,
+    /// It ran and failed, or its arguments were refused; the content says why.
+    Error,
+    /// The policy or a human refused it; it did not run.
+    Denied,
+    /// It ran past its time limit and was killed.
+    TimedOut,
+    /// The worker died without a result.
+    Crashed,
+}
+
+/// Payload of [`Event::ToolCallFinished`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallFinished {
+    /// The call.
+    pub call_id: ToolCallId,
+    /// How it ended.
+    pub status: ToolStatus,
+    /// What the model receives as the result.
+    pub content: String,
+    /// The command's exit code, for bash.
+    pub exit_code: Option<i32>,
+    /// Whether output was cut to fit the cap.
+    pub truncated: bool,
+    /// Wall-clock time in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// Payload of [`Event::TodoListChanged`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoListChanged {
+    /// The whole new list.
+    pub items: Vec<TodoItem>,
+}
+
+/// Payload of [`Event::ContextCompacted`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextCompacted {
+    /// Estimated tokens of history before.
+    pub tokens_before: u64,
+    /// Estimated tokens of history after.
+    pub tokens_after: u64,
+    /// Messages folded into the summary.
+    pub messages_summarised: u64,
+}
+
+/// Payload of [`Event::TurnFinished`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnFinished {
+    /// Why it ended.
+    pub reason: FinishReason,
+    /// Tokens used during the turn.
+    pub usage: TokenUsage,
+    /// The error or limit, in words, when the reason is not `done`.
+    pub message: Option<String>,
+}

@@ -1,0 +1,202 @@
+//! Identifiers as validating newtypes: a value of these types is well-formed by construction, and
+//! deserialising one checks it (`serde(try_from)`), so a malformed id never gets past the codec.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why a string is not a valid identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// The string was empty.
+    #[error("{kind} is empty")]
+    Empty {
+        /// Which kind of id.
+        kind: &'static str,
+    },
+    /// The string was longer than the kind allows.
+    #[error("{kind} is {len} bytes long; the limit is {max}")]
+    TooLong {
+        /// Which kind of id.
+        kind: &'static str,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The string holds a character the kind does not allow.
+    #[error("{kind} contains {found:?}; allowed are {allowed}")]
+    BadChar {
+        /// Which kind of id.
+        kind: &'static str,
+        /// The first offending character.
+        found: char,
+        /// A description of the allowed set.
+        allowed: &'static str,
+    },
+}
+
+/// A session's id: 1 to 64 characters of `[A-Za-z0-9_-]`, so it is safe as a file name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SessionId(String);
+
+impl SessionId {
+    /// The longest session id accepted.
+    pub const MAX_LEN: usize = 64;
+
+    /// Validates `s` as a session id.
+    pub fn new(s: impl Into<String>) -> Result<Self, IdError> {
+        let s = s.into();
+        const KIND: &str = "session id";
+        if s.is_empty() {
+            return Err(IdError::Empty { kind: KIND });
+        }
+        if s.len() > Self::MAX_LEN {
+            return Err(IdError::TooLong {
+                kind: KIND,
+                len: s.len(),
+                max: Self::MAX_LEN,
+            });
+        }
+        if let Some(found) = s
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+        {
+            return Err(IdError::BadChar {
+                kind: KIND,
+                found,
+                allowed: "ASCII letters, digits, '-' and '_'",
+            });
+        }
+        Ok(Self(s))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for SessionId {
+    type Error = IdError;
+    fn try_from(s: String) -> Result<Self, IdError> {
+        Self::new(s)
+    }
+}
+
+impl From<SessionId> for String {
+    fn from(id: SessionId) -> String {
+        id.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A tool call's id, as the model provider assigned it (`call_…`, `toolu_…`) or as the supervisor
+/// made it up when the provider gave none: 1 to 256 characters, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ToolCallId(String);
+
+impl ToolCallId {
+    /// The longest tool call id accepted.
+    pub const MAX_LEN: usize = 256;
+
+    /// Validates `s` as a tool call id.
+    pub fn new(s: impl Into<String>) -> Result<Self, IdError> {
+        let s = s.into();
+        const KIND: &str = "tool call id";
+        if s.is_empty() {
+            return Err(IdError::Empty { kind: KIND });
+        }
+        if s.len() > Self::MAX_LEN {
+            return Err(IdError::TooLong {
+                kind: KIND,
+                len: s.len(),
+                max: Self::MAX_LEN,
+            });
+        }
+        if let Some(found) = s.chars().find(|c| c.is_control()) {
+            return Err(IdError::BadChar {
+                kind: KIND,
+                found,
+                allowed: "any non-control character",
+            });
+        }
+        Ok(Self(s))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for ToolCallId {
+    type Error = IdError;
+    fn try_from(s: String) -> Result<Self, IdError> {
+        Self::new(s)
+    }
+}
+
+impl From<ToolCallId> for String {
+    fn from(id: ToolCallId) -> String {
+        id.0
+    }
+}
+
+impl fmt::Display for ToolCallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A request's id, chosen by the client; the response to it carries the same id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RequestId(pub u64);
+
+/// A pending approval's id, unique within its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ApprovalId(pub u64);
+
+/// An event's sequence number within its session: 1 for the first event, then +1 per event, so a
+/// client that re-attaches can ask for everything after the last one it saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Seq(pub u64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_id_accepts_safe_names_and_rejects_the_rest() {
+        assert!(SessionId::new("s-20261129-abc_DEF").is_ok());
+        assert!(matches!(SessionId::new(""), Err(IdError::Empty { .. })));
+        assert!(matches!(
+            SessionId::new("../etc"),
+            Err(IdError::BadChar { found: '.', .. })
+        ));
+        assert!(matches!(
+            SessionId::new("a".repeat(65)),
+            Err(IdError::TooLong { len: 65, .. })
+        ));
+    }
+
+    #[test]
+    fn deserialising_checks_the_id() {
+        let err = serde_json::from_str::<SessionId>("\"a/b\"").unwrap_err();
+        assert!(err.to_string().contains("session id contains '/'"), "{err}");
+        let err = serde_json::from_str::<ToolCallId>("\"a\\nb\"").unwrap_err();
+        assert!(
+            err.to_string().contains("tool call id contains '\\n'"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,101 @@
+//! Session-level values that appear in responses and events.
+
+use crate::ids::{Seq, SessionId};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Where a session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    /// Waiting for a user message.
+    Idle,
+    /// A turn is in progress.
+    Running,
+    /// A turn is waiting for a human's approval.
+    WaitingApproval,
+    /// Not loaded in the daemon; its log is on disk and it can be resumed.
+    Stopped,
+}
+
+/// A session as listed to its owner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// The session's id.
+    pub id: SessionId,
+    /// The uid that owns it (and that its workers run as, when the daemon is root).
+    pub owner_uid: u32,
+    /// The directory the agent works in.
+    pub workspace: PathBuf,
+    /// The model it talks to.
+    pub model: String,
+    /// Where it stands.
+    pub state: SessionState,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_unix_ms: u64,
+    /// The sequence number of its newest event (0 when it has none).
+    pub last_seq: Seq,
+    /// A short human title, if one was given.
+    pub title: Option<String>,
+}
+
+/// Tokens used, as the provider reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// Prompt tokens, summed over the turn's model calls.
+    pub input_tokens: u64,
+    /// Completion tokens, summed over the turn's model calls.
+    pub output_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Input plus output.
+    pub fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Adds another call's usage to this one.
+    pub fn add(&mut self, other: TokenUsage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+    }
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model answered without asking for more tools.
+    Done,
+    /// The step limit was reached.
+    MaxSteps,
+    /// The wall-clock limit was reached.
+    Timeout,
+    /// The token budget was spent.
+    TokenBudget,
+    /// A client interrupted it.
+    Interrupted,
+    /// The model provider failed after its retries, or the supervisor hit an error.
+    Error,
+}
+
+/// One entry of the agent's todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    /// What is to be done.
+    pub content: String,
+    /// How far along it is.
+    pub status: TodoStatus,
+}
+
+/// A todo item's state; at most one item is in progress at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Finished.
+    Completed,
+}

@@ -1,0 +1,344 @@
+//! The worker channel: agentd ⇄ one tool-worker, over a socketpair, for exactly one tool call.
+//!
+//! The order is fixed (a worker rejects anything out of phase):
+//! 1. supervisor → worker: [`ToWorker::Spec`] — the sandbox to build;
+//! 2. worker locks itself down, then → [`FromWorker::Ready`] with the lockdown achieved
+//!    (or [`FromWorker::Failed`] naming the step that failed, and exits);
+//! 3. supervisor → worker: [`ToWorker::Run`] — the one tool request, read only after lockdown;
+//! 4. worker → supervisor: any number of [`FromWorker::Output`], then one [`FromWorker::Result`];
+//!    then it exits. A worker that dies before its result is turned into an error by the supervisor.
+
+use crate::wire_enum;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+wire_enum! {
+    /// Supervisor → worker.
+    pub enum ToWorker {
+        /// The sandbox to build; always the first message.
+        Spec(SandboxSpec),
+        /// The tool request; only after the worker reported `ready`.
+        Run(RunTool),
+    }
+}
+
+wire_enum! {
+    /// Worker → supervisor.
+    pub enum FromWorker {
+        /// Lockdown is complete; this is what was achieved.
+        Ready(LockdownReport),
+        /// A piece of output while the tool runs.
+        Output(OutputChunk),
+        /// The tool's one final result; the worker exits after it.
+        Result(ToolResult),
+        /// The worker could not lock down or serve the request; it exits after this.
+        Failed(WorkerFailure),
+    }
+}
+
+/// Filesystem profile of the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxProfile {
+    /// Read system paths and the workspace; write only the private temp dir.
+    ReadOnly,
+    /// Read system paths; read and write the workspace and the private temp dir (the default).
+    #[default]
+    WorkspaceWrite,
+    /// No filesystem rules; the seccomp core still applies.
+    FullAccess,
+}
+
+impl SandboxProfile {
+    /// The name used in configuration and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxProfile::ReadOnly => "read-only",
+            SandboxProfile::WorkspaceWrite => "workspace-write",
+            SandboxProfile::FullAccess => "full-access",
+        }
+    }
+}
+
+/// Everything the worker needs to lock itself down.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxSpec {
+    /// The workspace: the tool's working directory and where relative paths resolve.
+    pub workspace: PathBuf,
+    /// A private, per-call temp dir (`TMPDIR`), writable in every profile.
+    pub tmp_dir: PathBuf,
+    /// The filesystem profile.
+    pub profile: SandboxProfile,
+    /// Whether TCP/UDP sockets are allowed.
+    pub network: bool,
+    /// Extra paths readable (and executable), from the configuration.
+    pub read_paths: Vec<PathBuf>,
+    /// Extra paths writable, from the configuration.
+    pub write_paths: Vec<PathBuf>,
+    /// Resource limits.
+    pub limits: ResourceLimits,
+    /// The identity to drop to when the worker starts as root.
+    pub run_as: Option<RunAs>,
+    /// The tool's whole environment (built from an allowlist by the supervisor).
+    pub env: Vec<EnvVar>,
+    /// Refuse to run when Landlock cannot be enforced (the default); `false` only by explicit config.
+    pub require_landlock: bool,
+}
+
+/// Resource limits of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceLimits {
+    /// Wall-clock limit of the tool, in milliseconds.
+    pub timeout_ms: u64,
+    /// `RLIMIT_CPU`, seconds.
+    pub cpu_seconds: u64,
+    /// `RLIMIT_AS` (and the memory cgroup when there is one), bytes.
+    pub memory_bytes: u64,
+    /// `RLIMIT_FSIZE`, bytes.
+    pub file_size_bytes: u64,
+    /// `RLIMIT_NOFILE`.
+    pub open_files: u64,
+    /// Processes: `pids.max` of the cgroup, or `RLIMIT_NPROC` for a non-root uid.
+    pub max_processes: u64,
+    /// Bytes of output kept for the result (head and tail); the rest is counted, not kept.
+    pub output_cap_bytes: u64,
+}
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        Self {
+            timeout_ms: 60_000,
+            cpu_seconds: 300,
+            memory_bytes: 4 * 1024 * 1024 * 1024,
+            file_size_bytes: 1024 * 1024 * 1024,
+            open_files: 1024,
+            max_processes: 512,
+            output_cap_bytes: 30_000,
+        }
+    }
+}
+
+/// An identity to run as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunAs {
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+}
+
+/// One environment variable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvVar {
+    /// Its name.
+    pub name: String,
+    /// Its value.
+    pub value: String,
+}
+
+/// Payload of [`ToWorker::Run`]. A struct around the request, not the request itself: an
+/// internally tagged enum inside another would put two `type` keys in one JSON object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunTool {
+    /// The request.
+    pub tool: ToolRequest,
+}
+
+wire_enum! {
+    /// One tool request, already validated against the tool's schema by the supervisor.
+    pub enum ToolRequest {
+        /// Run a shell command with `sh -c`.
+        Bash(BashRequest),
+        /// Read a text file.
+        ReadFile(ReadFileRequest),
+        /// Create or overwrite a file.
+        WriteFile(WriteFileRequest),
+        /// Replace text in a file.
+        StrReplace(StrReplaceRequest),
+        /// List a directory.
+        ListDir(ListDirRequest),
+        /// Find files by glob pattern.
+        Glob(GlobRequest),
+        /// Search file contents by regular expression.
+        Grep(GrepRequest),
+    }
+}
+
+/// Payload of [`ToolRequest::Bash`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BashRequest {
+    /// The command text.
+    pub command: String,
+}
+
+/// Payload of [`ToolRequest::ReadFile`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadFileRequest {
+    /// The file, relative to the workspace or absolute.
+    pub path: String,
+    /// First line to show, counting from 1.
+    pub offset: Option<u64>,
+    /// Most lines to show.
+    pub limit: Option<u64>,
+}
+
+/// Payload of [`ToolRequest::WriteFile`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteFileRequest {
+    /// The file, relative to the workspace or absolute.
+    pub path: String,
+    /// The whole new content.
+    pub content: String,
+}
+
+/// Payload of [`ToolRequest::StrReplace`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StrReplaceRequest {
+    /// The file.
+    pub path: String,
+    /// The exact text to find.
+    pub old: String,
+    /// What to put in its place.
+    pub new: String,
+    /// Replace every occurrence instead of requiring exactly one.
+    pub replace_all: bool,
+}
+
+/// Payload of [`ToolRequest::ListDir`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListDirRequest {
+    /// The directory; the workspace when absent.
+    pub path: Option<String>,
+}
+
+/// Payload of [`ToolRequest::Glob`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlobRequest {
+    /// The pattern, e.g. `src/**/*.rs`.
+    pub pattern: String,
+    /// The directory to search; the workspace when absent.
+    pub path: Option<String>,
+}
+
+/// Payload of [`ToolRequest::Grep`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrepRequest {
+    /// A regular expression.
+    pub pattern: String,
+    /// The file or directory to search; the workspace when absent.
+    pub path: Option<String>,
+    /// Only files matching this glob.
+    pub glob: Option<String>,
+    /// Match case-insensitively.
+    pub ignore_case: bool,
+    /// Stop after this many matching lines.
+    pub max_matches: Option<u64>,
+}
+
+/// Payload of [`FromWorker::Output`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputChunk {
+    /// Output text (invalid UTF-8 replaced), stdout and stderr merged in arrival order.
+    pub text: String,
+}
+
+/// Payload of [`FromWorker::Result`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// What the model receives (capped; head and tail with a marker when cut).
+    pub content: String,
+    /// Whether the tool failed (non-zero exit, missing file, …).
+    pub is_error: bool,
+    /// The command's exit code, for bash.
+    pub exit_code: Option<i32>,
+    /// Whether the tool was killed for running past its time limit.
+    pub timed_out: bool,
+    /// Whether output was cut to fit the cap.
+    pub truncated: bool,
+    /// Output bytes produced in all, kept or not.
+    pub bytes_seen: u64,
+    /// Wall-clock time of the tool, in milliseconds.
+    pub duration_ms: u64,
+    /// The lockdown in force while it ran.
+    pub lockdown: LockdownReport,
+}
+
+/// How far Landlock got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LandlockStatus {
+    /// Every requested right is enforced.
+    FullyEnforced,
+    /// Some rights are enforced; the kernel lacks the rest.
+    PartiallyEnforced,
+    /// The kernel has no Landlock (and the configuration accepted running without it).
+    NotEnforced,
+    /// The profile asks for none (`full-access`).
+    NotRequested,
+}
+
+/// The lockdown a worker achieved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockdownReport {
+    /// The kernel's Landlock ABI version, if it has Landlock.
+    pub landlock_abi: Option<u32>,
+    /// How far Landlock got.
+    pub landlock: LandlockStatus,
+    /// Whether the seccomp filter is installed.
+    pub seccomp: bool,
+    /// Whether `no_new_privs` is set.
+    pub no_new_privs: bool,
+    /// Whether every capability set is empty.
+    pub capabilities_cleared: bool,
+    /// How the call's processes are contained, e.g. `pid namespace + cgroup v2`.
+    pub containment: String,
+    /// The uid the tool runs as.
+    pub uid: u32,
+    /// The gid the tool runs as.
+    pub gid: u32,
+    /// Things that fell short of the request, in words, for the user to see.
+    pub warnings: Vec<String>,
+}
+
+/// Payload of [`FromWorker::Failed`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerFailure {
+    /// The step that failed.
+    pub step: WorkerStep,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// The steps of a worker's life, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerStep {
+    /// Reading the spec.
+    ReadSpec,
+    /// Closing inherited file descriptors.
+    CloseFds,
+    /// Becoming a session leader.
+    Setsid,
+    /// Arranging to die with the supervisor.
+    ParentDeathSignal,
+    /// Entering the PID namespace / cgroup.
+    Containment,
+    /// Setting resource limits.
+    Rlimits,
+    /// Dropping to the session owner's uid and gids.
+    DropUser,
+    /// Clearing capabilities.
+    Capabilities,
+    /// Setting `no_new_privs`.
+    NoNewPrivs,
+    /// Landlock.
+    Landlock,
+    /// seccomp.
+    Seccomp,
+    /// Reading the tool request.
+    ReadRequest,
+    /// Running the tool.
+    Tool,
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh machine: installs what the tests need, then runs them.
+# Usage: bash scripts/test.sh [extra cargo test args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# What the suites need beyond the Rust toolchain. Installed only when missing, so a warm machine
+# pays nothing; CI starts from a clean clone and may start from a clean machine.
+need_apt=()
+command -v gcc >/dev/null || need_apt+=(gcc libc6-dev)
+command -v python3 >/dev/null || need_apt+=(python3)
+command -v useradd >/dev/null || need_apt+=(passwd)
+command -v setpriv >/dev/null || need_apt+=(util-linux)
+if ((${#need_apt[@]})); then
+  echo "scripts/test.sh: installing ${need_apt[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+
+cargo build --workspace --bins
+cargo test --workspace --all-targets "$@"
+cargo test --workspace --doc
