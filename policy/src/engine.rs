@@ -1,0 +1,276 @@
+//! The policy and its evaluation: rate every finding of a command, or a file tool's path; the
+//! strictest verdict wins and its reason names the rule and the part that decided.
+
+use crate::paths::{Context, is_harmless_device, resolve};
+use crate::rules::{self, BashRules, PathRules, PolicyError, RawRules, RuleList};
+use crate::shell::{self, CommandUse, Finding, RedirectUse};
+use protocol::verdict::Verdict;
+use protocol::worker::ToolRequest;
+
+/// The built-in defaults, in config syntax.
+pub const DEFAULTS_TOML: &str = include_str!("defaults.toml");
+
+/// A verdict and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The rule that decided and what it matched, in words.
+    pub reason: String,
+}
+
+/// Whether a file tool reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// `read_file`, `list_dir`, `glob`, `grep`, or a `<` redirection.
+    Read,
+    /// `write_file`, `str_replace`, or a `>` redirection.
+    Write,
+}
+
+/// A built, validated policy. Evaluating it cannot fail.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    default: Verdict,
+    network: Verdict,
+    bash: BashRules,
+    read: PathRules,
+    write: PathRules,
+}
+
+impl Policy {
+    /// The built-in policy alone.
+    pub fn builtin() -> Result<Self, PolicyError> {
+        Self::build(None)
+    }
+
+    /// The built-in policy extended (or replaced) by the `[policy]` section of a config file.
+    /// Other sections of the file are ignored here.
+    pub fn from_config(text: &str, file: &str) -> Result<Self, PolicyError> {
+        Self::build(Some((text, file)))
+    }
+
+    fn build(config: Option<(&str, &str)>) -> Result<Self, PolicyError> {
+        let mut raw = RawRules::default();
+        rules::load_into(&mut raw, DEFAULTS_TOML, "<built-in>", true)?;
+        if let Some((text, file)) = config {
+            rules::load_into(&mut raw, text, file, false)?;
+        }
+        Ok(Self {
+            default: raw.default.unwrap_or(Verdict::Ask),
+            network: raw.network.unwrap_or(Verdict::Deny),
+            bash: rules::compile_bash(raw.bash)?,
+            read: rules::compile_paths(RuleList::Read, raw.read)?,
+            write: rules::compile_paths(RuleList::Write, raw.write)?,
+        })
+    }
+
+    /// Whether tools may use the network.
+    pub fn network(&self) -> Verdict {
+        self.network
+    }
+
+    /// The verdict when no rule matches.
+    pub fn default_verdict(&self) -> Verdict {
+        self.default
+    }
+
+    /// Rates a tool request.
+    pub fn check_tool(&self, tool: &ToolRequest, ctx: &Context<'_>) -> Decision {
+        let here = || ".".to_owned();
+        match tool {
+            ToolRequest::Bash(b) => self.check_bash(&b.command, ctx),
+            ToolRequest::ReadFile(r) => self.check_path(Access::Read, &r.path, ctx),
+            ToolRequest::ListDir(r) => {
+                self.check_path(Access::Read, &r.path.clone().unwrap_or_else(here), ctx)
+            }
+            ToolRequest::Glob(r) => {
+                self.check_path(Access::Read, &r.path.clone().unwrap_or_else(here), ctx)
+            }
+            ToolRequest::Grep(r) => {
+                self.check_path(Access::Read, &r.path.clone().unwrap_or_else(here), ctx)
+            }
+            ToolRequest::WriteFile(r) => self.check_path(Access::Write, &r.path, ctx),
+            ToolRequest::StrReplace(r) => self.check_path(Access::Write, &r.path, ctx),
+        }
+    }
+
+    /// Rates a file access by path.
+    pub fn check_path(&self, access: Access, path: &str, ctx: &Context<'_>) -> Decision {
+        let abs = resolve(path, ctx);
+        let in_home = ctx.home.and_then(|h| abs.strip_prefix(h).ok());
+        let in_ws = abs.strip_prefix(ctx.workspace).ok();
+        let (rules, verb) = match access {
+            Access::Read => (&self.read, "reading"),
+            Access::Write => (&self.write, "writing"),
+        };
+        match rules.last_match(&abs, in_home, in_ws) {
+            Some(rule) => Decision {
+                verdict: rule.action,
+                reason: format!("{verb} {} matches {rule}", abs.display()),
+            },
+            None => Decision {
+                verdict: self.default,
+                reason: format!(
+                    "{verb} {} matches no {} rule; the default is {}",
+                    abs.display(),
+                    rules_name(access),
+                    self.default
+                ),
+            },
+        }
+    }
+
+    /// Rates a bash command: every simple command, redirection and unresolved part it contains.
+    pub fn check_bash(&self, command: &str, ctx: &Context<'_>) -> Decision {
+        let analysis = shell::analyze(command);
+        let mut best: Option<Decision> = None;
+        for finding in &analysis.findings {
+            let Some(d) = self.rate(finding, ctx) else {
+                continue;
+            };
+            if best.as_ref().is_none_or(|b| d.verdict > b.verdict) {
+                let deny = d.verdict == Verdict::Deny;
+                best = Some(d);
+                if deny {
+                    break;
+                }
+            }
+        }
+        best.unwrap_or_else(|| Decision {
+            verdict: Verdict::Allow,
+            reason: "the command runs nothing".into(),
+        })
+    }
+
+    fn rate(&self, finding: &Finding, ctx: &Context<'_>) -> Option<Decision> {
+        match finding {
+            Finding::Command(c) => self.rate_command(c, ctx),
+            Finding::Redirect(r) => Some(self.rate_redirect(r, ctx)),
+            Finding::Unresolved { what, why } => Some(Decision {
+                verdict: Verdict::Ask,
+                reason: format!("`{}`: {why}", clip(what)),
+            }),
+        }
+    }
+
+    fn rate_command(&self, c: &CommandUse, ctx: &Context<'_>) -> Option<Decision> {
+        let line = c.line();
+        let mut decision = match self.bash.last_match(&line) {
+            Some(rule) => Some(Decision {
+                verdict: rule.action,
+                reason: format!("`{}` matches {rule}", clip(&line)),
+            }),
+            // A wrapper's own line counts only where a rule names it; the command inside is rated too.
+            None if c.transparent => None,
+            None => Some(Decision {
+                verdict: self.default,
+                reason: format!(
+                    "`{}` matches no bash rule; the default is {}",
+                    clip(&line),
+                    self.default
+                ),
+            }),
+        };
+        let verdict = |d: &Option<Decision>| d.as_ref().map_or(Verdict::Allow, |d| d.verdict);
+        let matched_rule = decision.is_some() && self.bash.last_match(&line).is_some();
+        if let Some(cap) = c.cap
+            && (verdict(&decision) < Verdict::Ask
+                || (!matched_rule && verdict(&decision) == Verdict::Ask))
+        {
+            decision = Some(Decision {
+                verdict: Verdict::Ask,
+                reason: format!("`{}`: {cap}", clip(&line)),
+            });
+        }
+        // Arguments that name a protected file (`cat ~/.ssh/id_rsa`) raise the verdict.
+        for arg in c
+            .argv
+            .iter()
+            .skip(1)
+            .filter(|w| !w.dynamic && !w.has_glob())
+        {
+            let value = match arg.text.split_once('=') {
+                Some((key, value)) if key.starts_with("--") => value,
+                _ => arg.text.as_str(),
+            };
+            if value.is_empty() || value.starts_with('-') {
+                continue;
+            }
+            let read = self.check_path(Access::Read, value, ctx);
+            if read.verdict > verdict(&decision) {
+                let reason = format!("`{}` names a protected path: {}", clip(&line), read.reason);
+                decision = Some(Decision {
+                    verdict: read.verdict,
+                    reason,
+                });
+            }
+        }
+        decision
+    }
+
+    fn rate_redirect(&self, r: &RedirectUse, ctx: &Context<'_>) -> Decision {
+        let target = &r.target;
+        let op = if r.write { ">" } else { "<" };
+        if target.dynamic || target.has_glob() {
+            return Decision {
+                verdict: Verdict::Ask,
+                reason: format!(
+                    "`{op} {}`: the redirection target is only known at run time",
+                    clip(&target.text)
+                ),
+            };
+        }
+        if is_harmless_device(&target.text) {
+            return Decision {
+                verdict: Verdict::Allow,
+                reason: format!("`{op} {}` opens no file", target.text),
+            };
+        }
+        let path = &target.text;
+        if r.write {
+            let d = self.check_path(Access::Write, path, ctx);
+            if d.verdict >= Verdict::Ask {
+                return Decision {
+                    verdict: d.verdict,
+                    reason: format!("`> {}`: {}", clip(path), d.reason),
+                };
+            }
+            // Writing files from bash asks even where the write_file tool would not: the policy
+            // cannot see what else the command does to it.
+            Decision {
+                verdict: Verdict::Ask,
+                reason: format!(
+                    "`> {}`: bash redirects to a file ask (use write_file to write files)",
+                    clip(path)
+                ),
+            }
+        } else {
+            let d = self.check_path(Access::Read, path, ctx);
+            Decision {
+                verdict: d.verdict,
+                reason: format!("`< {}`: {}", clip(path), d.reason),
+            }
+        }
+    }
+}
+
+fn rules_name(access: Access) -> &'static str {
+    match access {
+        Access::Read => "read",
+        Access::Write => "write",
+    }
+}
+
+/// Long text shortened for a reason string.
+fn clip(s: &str) -> String {
+    const MAX: usize = 120;
+    if s.len() <= MAX {
+        return s.to_owned();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}

@@ -1,0 +1,84 @@
+//! Paths as the policy sees them: resolved lexically against the workspace and home.
+//!
+//! Lexical means `..` is folded without asking the filesystem, so a symlink can make a path
+//! point elsewhere than it reads. That is by design: the policy rates what the model *asked*, and
+//! the tool-worker's Landlock rules decide what the kernel *lets happen*, symlinks included.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Where relative paths and `~` resolve.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The session's workspace (absolute).
+    pub workspace: &'a Path,
+    /// The user's home, if known.
+    pub home: Option<&'a Path>,
+}
+
+/// `path` made absolute (relative to the workspace, `~` to home) with `.` and `..` folded.
+pub fn resolve(path: &str, ctx: &Context<'_>) -> PathBuf {
+    let joined = match (path.strip_prefix('~'), ctx.home) {
+        (Some(""), Some(home)) => home.to_path_buf(),
+        (Some(rest), Some(home)) if rest.starts_with('/') => {
+            home.join(rest.trim_start_matches('/'))
+        }
+        _ if path.starts_with('/') => PathBuf::from(path),
+        _ => ctx.workspace.join(path),
+    };
+    normalize(&joined)
+}
+
+/// Folds `.` and `..` components without touching the filesystem; `..` stops at the root.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(part) => out.push(part),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// Devices a redirection may use without writing any file.
+pub fn is_harmless_device(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin" | "/dev/tty" | "/dev/zero"
+    ) || path
+        .strip_prefix("/dev/fd/")
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_against_workspace_and_home_and_fold_dots() {
+        let ctx = Context {
+            workspace: Path::new("/w/proj"),
+            home: Some(Path::new("/home/u")),
+        };
+        assert_eq!(
+            resolve("src/../lib.rs", &ctx),
+            PathBuf::from("/w/proj/lib.rs")
+        );
+        assert_eq!(
+            resolve("../../etc/passwd", &ctx),
+            PathBuf::from("/etc/passwd")
+        );
+        assert_eq!(
+            resolve("~/.ssh/id_rsa", &ctx),
+            PathBuf::from("/home/u/.ssh/id_rsa")
+        );
+        assert_eq!(resolve("~", &ctx), PathBuf::from("/home/u"));
+        assert_eq!(resolve("/../../x", &ctx), PathBuf::from("/x"));
+        assert_eq!(resolve("./a/./b", &ctx), PathBuf::from("/w/proj/a/b"));
+        // `~user` is not our home: it stays a relative name.
+        assert_eq!(resolve("~bob/x", &ctx), PathBuf::from("/w/proj/~bob/x"));
+    }
+}

@@ -1,0 +1,96 @@
+//! Shell analysis: from command text to every simple command it would run.
+//!
+//! The text is parsed with tree-sitter-bash, a real bash grammar that never gives up on bad input
+//! (it marks what it could not parse with `ERROR` nodes, which we treat as "cannot resolve", i.e.
+//! ask at best). From the tree we collect [`Finding`]s: each simple command with its words after
+//! quote removal ([`words`]), each redirection target, and each thing we cannot fully resolve. Wrappers
+//! (`env`, `sudo`, `timeout`, `xargs`, `find -exec`, …) and `sh -c` / `eval` payloads are unwrapped
+//! into further findings ([`wrappers`]). Rating the findings against rules is the engine's job.
+
+mod parse;
+pub mod words;
+mod wrappers;
+
+pub use words::Word;
+
+/// Longest command text analysed; anything longer is "ask" without parsing.
+pub const MAX_COMMAND_LEN: usize = 10_000;
+
+/// How deep `sh -c`, `eval` and wrappers may nest before we stop and ask.
+pub const MAX_DEPTH: usize = 8;
+
+/// Something the command would do, to be rated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// A simple command it would run.
+    Command(CommandUse),
+    /// A file a redirection would open.
+    Redirect(RedirectUse),
+    /// A part that cannot be fully resolved statically.
+    Unresolved {
+        /// The text concerned.
+        what: String,
+        /// Why it cannot be resolved.
+        why: &'static str,
+    },
+}
+
+/// One simple command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandUse {
+    /// Its words after quote removal, name first.
+    pub argv: Vec<Word>,
+    /// A wrapper (`env`, `timeout`, `sh -c`, …) that runs another command found separately: its own
+    /// line counts only where a rule names it explicitly, never by the default verdict.
+    pub transparent: bool,
+    /// Why this command can never be allowed silently, if so.
+    pub cap: Option<&'static str>,
+}
+
+impl CommandUse {
+    /// The words joined by spaces: what rules match against (the name reduced to its base name).
+    pub fn line(&self) -> String {
+        let mut line = String::new();
+        for (i, w) in self.argv.iter().enumerate() {
+            if i > 0 {
+                line.push(' ');
+            }
+            if i == 0 {
+                line.push_str(w.text.rsplit('/').next().unwrap_or(&w.text));
+            } else {
+                line.push_str(&w.text);
+            }
+        }
+        line
+    }
+}
+
+/// One redirection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedirectUse {
+    /// The file.
+    pub target: Word,
+    /// Opened for writing (`>`, `>>`, `&>`, `>|`, `<>`), else for reading (`<`).
+    pub write: bool,
+}
+
+/// Everything found in one command text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Analysis {
+    /// What it would do.
+    pub findings: Vec<Finding>,
+}
+
+/// Analyses command text. Never fails: what cannot be analysed becomes an `Unresolved` finding.
+pub fn analyze(text: &str) -> Analysis {
+    let mut findings = Vec::new();
+    if text.len() > MAX_COMMAND_LEN {
+        findings.push(Finding::Unresolved {
+            what: format!("{} bytes of command text", text.len()),
+            why: "the command is longer than 10000 characters",
+        });
+    } else {
+        parse::analyze_text(text, 0, &mut findings);
+    }
+    Analysis { findings }
+}

@@ -1,0 +1,306 @@
+//! Quote removal: what bash would pass as one argument, from the syntax node of one word.
+//!
+//! `r''m`, `"rm"`, `r\m` and `$'\x72\x6d'` all become `rm`. A word whose value depends on the run
+//! (a parameter expansion, a command substitution, an arithmetic expansion, an unquoted glob or
+//! brace pattern) is marked `dynamic`: its text is then only a description, never a basis for allow.
+
+use tree_sitter::Node;
+
+/// One word after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// The value bash would produce, when static; the source text otherwise.
+    pub text: String,
+    /// The value is only known at run time (parameter expansion, substitution, arithmetic).
+    pub dynamic: bool,
+    /// Where an unquoted glob or brace pattern starts in `text`, if the word has one: the word may
+    /// become several words (file names), all starting with `text[..glob_at]`.
+    pub glob_at: Option<usize>,
+    /// An unquoted leading `~` (the value starts with the home directory).
+    pub tilde: bool,
+}
+
+impl Word {
+    /// Whether the value may differ from `text` at run time in a way that matters for rating:
+    /// an expansion or substitution, or a glob that could expand to an option (a file named
+    /// `--pre=evil` matches `*`) because nothing fixed and option-free comes before it.
+    pub fn is_uncertain(&self) -> bool {
+        self.dynamic
+            || self
+                .glob_at
+                .is_some_and(|at| at == 0 || self.text.starts_with('-'))
+    }
+
+    /// Whether the word holds an unquoted glob or brace pattern at all.
+    pub fn has_glob(&self) -> bool {
+        self.glob_at.is_some()
+    }
+}
+
+impl Word {
+    fn literal(text: String) -> Self {
+        Self {
+            text,
+            dynamic: false,
+            glob_at: None,
+            tilde: false,
+        }
+    }
+}
+
+/// Quote-removes one word node (`word`, `string`, `raw_string`, `ansi_c_string`, `concatenation`,
+/// expansions, substitutions, …).
+pub fn word_of(node: Node<'_>, src: &str) -> Word {
+    let mut out = Word::literal(String::new());
+    append(node, src, &mut out, true);
+    out
+}
+
+fn text<'a>(node: Node<'_>, src: &'a str) -> &'a str {
+    src.get(node.byte_range()).unwrap_or("")
+}
+
+fn append(node: Node<'_>, src: &str, out: &mut Word, first: bool) {
+    match node.kind() {
+        "word" | "number" | "command_name" if node.named_child_count() == 0 => {
+            let raw = text(node, src);
+            if first && raw.starts_with('~') {
+                out.tilde = true;
+            }
+            if let Some(at) = raw.find(['*', '?', '[', '{'])
+                && out.glob_at.is_none()
+            {
+                // Unquoted glob or brace pattern: the words it becomes depend on the files there.
+                let mut prefix = String::new();
+                unescape_unquoted(&raw[..at], &mut prefix);
+                out.glob_at = Some(out.text.len() + prefix.len());
+            }
+            unescape_unquoted(raw, &mut out.text);
+        }
+        "raw_string" => {
+            let raw = text(node, src);
+            out.text.push_str(
+                raw.strip_prefix('\'')
+                    .and_then(|r| r.strip_suffix('\''))
+                    .unwrap_or(raw),
+            );
+        }
+        "ansi_c_string" => {
+            let raw = text(node, src);
+            let body = raw
+                .strip_prefix("$'")
+                .and_then(|r| r.strip_suffix('\''))
+                .unwrap_or(raw);
+            decode_ansi_c(body, &mut out.text);
+        }
+        "string" | "translated_string" => append_double_quoted(node, src, out),
+        "concatenation" | "command_name" => {
+            let mut cursor = node.walk();
+            for (i, child) in node.children(&mut cursor).enumerate() {
+                append(child, src, out, first && i == 0);
+            }
+        }
+        "string_content" => unescape_double_quoted(text(node, src), &mut out.text),
+        _ => {
+            // simple_expansion, expansion, command_substitution, process_substitution,
+            // arithmetic_expansion, brace_expression, and anything unforeseen.
+            out.dynamic = true;
+            if node.kind() == "brace_expression" && out.glob_at.is_none() {
+                out.glob_at = Some(out.text.len());
+            }
+            out.text.push_str(text(node, src));
+        }
+    }
+}
+
+/// The pieces of a `"…"` string, including any text between child nodes.
+fn append_double_quoted(node: Node<'_>, src: &str, out: &mut Word) {
+    let range = node.byte_range();
+    let raw = text(node, src);
+    let (open, close) = if raw.starts_with("$\"") {
+        (2, 1)
+    } else {
+        (1, 1)
+    };
+    let (start, end) = (
+        range.start + open,
+        range.end.saturating_sub(close).max(range.start + open),
+    );
+    let mut at = start;
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        if child.kind() == "string" {
+            // translated_string wraps a string node.
+            append_double_quoted(child, src, out);
+            at = child.end_byte();
+            continue;
+        }
+        if child.start_byte() > at {
+            unescape_double_quoted(src.get(at..child.start_byte()).unwrap_or(""), &mut out.text);
+        }
+        append(child, src, out, false);
+        at = child.end_byte();
+    }
+    if end > at {
+        unescape_double_quoted(src.get(at..end).unwrap_or(""), &mut out.text);
+    }
+}
+
+/// Unquoted text: a backslash quotes the next character; backslash-newline disappears.
+fn unescape_unquoted(raw: &str, out: &mut String) {
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('\n') | None => {}
+                Some(next) => out.push(next),
+            },
+            _ => out.push(c),
+        }
+    }
+}
+
+/// Inside double quotes, a backslash only quotes `$`, `` ` ``, `"`, `\` and newline.
+fn unescape_double_quoted(raw: &str, out: &mut String) {
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('$' | '`' | '"' | '\\') => {
+                    if let Some(next) = chars.next() {
+                        out.push(next);
+                    }
+                }
+                Some('\n') => {
+                    chars.next();
+                }
+                _ => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// The escapes of `$'…'`, as bash decodes them.
+pub fn decode_ansi_c(body: &str, out: &mut String) {
+    let bytes = body.as_bytes();
+    let mut decoded: Vec<u8> = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b != b'\\' || i + 1 >= bytes.len() {
+            decoded.push(b);
+            i += 1;
+            continue;
+        }
+        let e = bytes[i + 1];
+        i += 2;
+        let simple = match e {
+            b'a' => Some(0x07),
+            b'b' => Some(0x08),
+            b'e' | b'E' => Some(0x1b),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            b'v' => Some(0x0b),
+            b'\\' => Some(b'\\'),
+            b'\'' => Some(b'\''),
+            b'"' => Some(b'"'),
+            b'?' => Some(b'?'),
+            _ => None,
+        };
+        if let Some(v) = simple {
+            decoded.push(v);
+            continue;
+        }
+        match e {
+            b'x' => {
+                let (v, used) = parse_radix(&bytes[i..], 16, 2);
+                if used == 0 {
+                    decoded.extend_from_slice(b"\\x");
+                } else {
+                    decoded.push(v as u8);
+                }
+                i += used;
+            }
+            b'0'..=b'7' => {
+                let (v, used) = parse_radix(&bytes[i - 1..], 8, 3);
+                decoded.push((v & 0xff) as u8);
+                i += used - 1;
+            }
+            b'u' | b'U' => {
+                let max = if e == b'u' { 4 } else { 8 };
+                let (v, used) = parse_radix(&bytes[i..], 16, max);
+                match char::from_u32(v).filter(|_| used > 0) {
+                    Some(c) => decoded.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                    None => {
+                        decoded.push(b'\\');
+                        decoded.push(e);
+                    }
+                }
+                i += used;
+            }
+            b'c' if i < bytes.len() => {
+                decoded.push(bytes[i] & 0x1f);
+                i += 1;
+            }
+            _ => {
+                decoded.push(b'\\');
+                decoded.push(e);
+            }
+        }
+    }
+    out.push_str(&String::from_utf8_lossy(&decoded));
+}
+
+/// Reads up to `max` digits of `radix`; returns the value and how many bytes were used.
+fn parse_radix(bytes: &[u8], radix: u32, max: usize) -> (u32, usize) {
+    let mut value: u32 = 0;
+    let mut used = 0;
+    for &b in bytes.iter().take(max) {
+        match (b as char).to_digit(radix) {
+            Some(d) => {
+                value = value.wrapping_mul(radix).wrapping_add(d);
+                used += 1;
+            }
+            None => break,
+        }
+    }
+    (value, used)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_c_escapes_decode_as_bash_does() {
+        let cases = [
+            (r"\x72\x6d", "rm"),
+            (r"\162\155", "rm"),
+            (r"a\tb\n", "a\tb\n"),
+            (r"\u0072m", "rm"),
+            (r"\'q\'", "'q'"),
+            (r"\q", r"\q"),
+            (r"\x", r"\x"),
+            (r"\cA", "\u{1}"),
+        ];
+        for (body, want) in cases {
+            let mut out = String::new();
+            decode_ansi_c(body, &mut out);
+            assert_eq!(out, want, "$'{body}'");
+        }
+    }
+
+    #[test]
+    fn backslashes_follow_the_quoting_context() {
+        let mut out = String::new();
+        unescape_unquoted(r"r\m\ x\", &mut out);
+        assert_eq!(out, "rm x");
+        let mut out = String::new();
+        unescape_double_quoted(r#"a\"b\$c\d"#, &mut out);
+        assert_eq!(out, r#"a"b$c\d"#);
+    }
+}
