@@ -1,1 +1,120 @@
-fn main() {}
+//! Verdict time, printed as a table against baselines measured in the same run.
+//!
+//! `cargo bench -p agentd-policy` — goal: median verdict for a 200-character compound command
+//! under 50 µs. Baselines: splitting the text on whitespace (the cheapest thing anyone could do)
+//! and a bare tree-sitter parse (the floor of any real-grammar analysis).
+
+use policy::{Access, Context, Policy};
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A realistic 200-character compound command with pipes, substitution, quoting and redirects.
+const COMPOUND: &str = r#"cd src && grep -rn "fn main" . | sort | uniq -c > /dev/null; git status --short && cargo test -p policy -- --nocapture 2>&1 | tail -n 20 || echo "tests failed: $(date +%s)" >&2; ls -la"#;
+
+fn measure(iterations: usize, mut f: impl FnMut()) -> (Duration, Duration) {
+    for _ in 0..iterations / 10 {
+        f();
+    }
+    let mut samples: Vec<Duration> = (0..iterations)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    samples.sort();
+    let median = samples[samples.len() / 2];
+    let p99 = samples[(samples.len() * 99) / 100];
+    (median, p99)
+}
+
+fn main() {
+    let Ok(policy) = Policy::builtin() else {
+        eprintln!("the built-in policy does not build");
+        std::process::exit(1);
+    };
+    let ctx = Context {
+        workspace: Path::new("/work/project"),
+        home: Some(Path::new("/home/dev")),
+    };
+    let mut parser = tree_sitter::Parser::new();
+    if parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .is_err()
+    {
+        std::process::exit(1);
+    }
+    let many = "ls; ".repeat(800);
+    let rows: Vec<(&str, usize, (Duration, Duration))> = vec![
+        (
+            "baseline: split_whitespace",
+            COMPOUND.len(),
+            measure(20_000, || {
+                black_box(black_box(COMPOUND).split_whitespace().count());
+            }),
+        ),
+        (
+            "baseline: tree-sitter parse only",
+            COMPOUND.len(),
+            measure(5_000, || {
+                black_box(parser.parse(black_box(COMPOUND), None));
+            }),
+        ),
+        (
+            "check_bash: compound command",
+            COMPOUND.len(),
+            measure(5_000, || {
+                black_box(policy.check_bash(black_box(COMPOUND), &ctx));
+            }),
+        ),
+        (
+            "check_bash: `ls -la`",
+            6,
+            measure(20_000, || {
+                black_box(policy.check_bash(black_box("ls -la"), &ctx));
+            }),
+        ),
+        (
+            "check_bash: `rm -rf /` behind wrappers",
+            40,
+            measure(20_000, || {
+                black_box(
+                    policy.check_bash(black_box("timeout 5 env FOO=1 bash -c 'rm -rf /'"), &ctx),
+                );
+            }),
+        ),
+        (
+            "check_bash: 800 commands",
+            many.len(),
+            measure(200, || {
+                black_box(policy.check_bash(black_box(&many), &ctx));
+            }),
+        ),
+        (
+            "check_path: read ~/.ssh/id_rsa",
+            13,
+            measure(20_000, || {
+                black_box(policy.check_path(Access::Read, black_box("~/.ssh/id_rsa"), &ctx));
+            }),
+        ),
+    ];
+    println!(
+        "{:<42} {:>6} {:>12} {:>12}",
+        "case", "bytes", "median", "p99"
+    );
+    for (name, bytes, (median, p99)) in &rows {
+        println!("{name:<42} {bytes:>6} {:>12.2?} {:>12.2?}", median, p99);
+    }
+    let compound = rows[2].2.0;
+    println!(
+        "\ncompound command: {:.2?} median (goal < 50µs: {}); {:.1}x a bare parse",
+        compound,
+        if compound < Duration::from_micros(50) {
+            "met"
+        } else {
+            "NOT met"
+        },
+        compound.as_secs_f64() / rows[1].2.0.as_secs_f64()
+    );
+}

@@ -8,6 +8,7 @@
 //! into further findings ([`wrappers`]). Rating the findings against rules is the engine's job.
 
 mod parse;
+pub use parse::{PARSE_BUDGET, parse_counting};
 pub mod words;
 mod wrappers;
 
@@ -18,6 +19,16 @@ pub const MAX_COMMAND_LEN: usize = 10_000;
 
 /// How deep `sh -c`, `eval` and wrappers may nest before we stop and ask.
 pub const MAX_DEPTH: usize = 8;
+
+/// Deepest bracket nesting parsed; real commands stay far below it, and refusing deeper text
+/// before parsing bounds the time a verdict can take.
+pub const MAX_NESTING: usize = 64;
+
+/// Most command separators (`;`, `|`, `&`, newline) parsed; real commands have a handful.
+pub const MAX_SEPARATORS: usize = 256;
+
+/// Most findings collected; past it the command is "ask" as a whole.
+pub const MAX_FINDINGS: usize = 1000;
 
 /// Something the command would do, to be rated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,8 +100,39 @@ pub fn analyze(text: &str) -> Analysis {
             what: format!("{} bytes of command text", text.len()),
             why: "the command is longer than 10000 characters",
         });
+    } else if let Some(why) = too_complex(text) {
+        findings.push(Finding::Unresolved {
+            what: parse::excerpt_of(text),
+            why,
+        });
     } else {
         parse::analyze_text(text, 0, &mut findings);
     }
     Analysis { findings }
+}
+
+/// Why `text` is refused before parsing, if it is: bracket nesting deeper than [`MAX_NESTING`] or
+/// more than [`MAX_SEPARATORS`] separators. One pass, ignoring quoting, so it may over-count but
+/// never under-count; this bounds the time any verdict takes.
+fn too_complex(text: &str) -> Option<&'static str> {
+    let (mut depth, mut separators) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' | b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some("brackets nest more than 64 levels deep");
+                }
+            }
+            b')' | b'}' | b']' => depth = depth.saturating_sub(1),
+            b';' | b'|' | b'&' | b'\n' => {
+                separators += 1;
+                if separators > MAX_SEPARATORS {
+                    return Some("the command has more than 256 separators (; | & newline)");
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }

@@ -2,7 +2,7 @@
 
 use super::words::{Word, word_of};
 use super::wrappers::expand_command;
-use super::{Finding, MAX_DEPTH, RedirectUse};
+use super::{Finding, MAX_DEPTH, MAX_FINDINGS, RedirectUse};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
@@ -11,8 +11,42 @@ thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
 
+/// The text the parser sees: every non-ASCII byte replaced by `a`.
+///
+/// tree-sitter-bash's C scanner calls `isdigit()` on the lookahead code point (scanner.c, brace
+/// expansion), which is undefined behaviour for values over 255: glibc indexes its ctype table out
+/// of bounds, and arbitrary Unicode input was seen to crash the process. In bash, non-ASCII
+/// characters are ordinary word characters, as `a` is, so the tree has the same shape and the same
+/// byte offsets; word values are read from the original text.
+fn ascii_view(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.is_ascii() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let bytes: Vec<u8> = text
+        .bytes()
+        .map(|b| if b.is_ascii() { b } else { b'a' })
+        .collect();
+    // Every byte is ASCII now, so this cannot fail; fall back to a harmless text if it did.
+    std::borrow::Cow::Owned(String::from_utf8(bytes).unwrap_or_default())
+}
+
+/// Work budget of one parse, in units of 100 parser operations (tree-sitter calls the progress
+/// callback that often). A count, not a clock, so a verdict does not depend on the machine's load.
+/// Ordinary commands of 10,000 characters use a fraction of it; pathological text (thousands of
+/// unbalanced quotes) sends tree-sitter's error recovery past it and is rated ask unparsed.
+pub const PARSE_BUDGET: u32 = 150;
+
+/// Parses `text`, or returns `None` if the parser gave up or ran past [`PARSE_BUDGET`].
 fn parse(text: &str) -> Option<tree_sitter::Tree> {
-    PARSER.with(|cell| {
+    parse_counting(text).0
+}
+
+/// Like `parse`, also returning how many progress callbacks (100 operations each) it used.
+pub fn parse_counting(text: &str) -> (Option<tree_sitter::Tree>, u32) {
+    let view = ascii_view(text);
+    let bytes = view.as_bytes();
+    let mut used = 0u32;
+    let tree = PARSER.with(|cell| {
         let mut slot = cell.try_borrow_mut().ok()?;
         if slot.is_none() {
             let mut parser = Parser::new();
@@ -21,8 +55,19 @@ fn parse(text: &str) -> Option<tree_sitter::Tree> {
                 .ok()?;
             *slot = Some(parser);
         }
-        slot.as_mut()?.parse(text, None)
-    })
+        let parser = slot.as_mut()?;
+        let mut progress = |_: &tree_sitter::ParseState| {
+            used += 1;
+            used > PARSE_BUDGET
+        };
+        let options = tree_sitter::ParseOptions::new().progress_callback(&mut progress);
+        let mut input = |offset: usize, _: tree_sitter::Point| bytes.get(offset..).unwrap_or(&[]);
+        let tree = parser.parse_with_options(&mut input, None, Some(options));
+        // A cancelled parse keeps its state for resuming; we never resume.
+        parser.reset();
+        tree
+    });
+    (tree, used)
 }
 
 /// Parses `text` and appends what it would do. `depth` counts the `sh -c` / `eval` levels above.
@@ -44,13 +89,20 @@ pub(super) fn analyze_text(text: &str, depth: usize, out: &mut Vec<Finding>) {
     let root = tree.root_node();
     if root.has_error() {
         out.push(Finding::Unresolved {
-            what: text.to_owned(),
+            what: excerpt_of(text),
             why: "the command has a syntax error or a construct the parser cannot resolve",
         });
     }
     // An explicit stack, not recursion: nesting depth is up to the input.
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
+        if out.len() >= MAX_FINDINGS {
+            out.push(Finding::Unresolved {
+                what: excerpt_of(text),
+                why: "the command holds more than 1000 parts to rate",
+            });
+            return;
+        }
         visit(node, text, depth, out);
         let mut cursor = node.walk();
         stack.extend(node.children(&mut cursor));
@@ -59,6 +111,24 @@ pub(super) fn analyze_text(text: &str, depth: usize, out: &mut Vec<Finding>) {
 
 fn source(node: Node<'_>, src: &str) -> String {
     src.get(node.byte_range()).unwrap_or("").to_owned()
+}
+
+/// The start of a node's text, for messages: never a copy of a large input.
+fn excerpt(node: Node<'_>, src: &str) -> String {
+    excerpt_of(src.get(node.byte_range()).unwrap_or(""))
+}
+
+/// At most 120 bytes of `text`, cut at a character boundary.
+pub(super) fn excerpt_of(text: &str) -> String {
+    const MAX: usize = 120;
+    if text.len() <= MAX {
+        return text.to_owned();
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 fn visit(node: Node<'_>, src: &str, depth: usize, out: &mut Vec<Finding>) {
@@ -108,6 +178,28 @@ fn visit(node: Node<'_>, src: &str, depth: usize, out: &mut Vec<Finding>) {
             }
         }
         "file_redirect" => redirect(node, src, out),
+        // Arithmetic evaluates variable values as expressions, recursively, and an array subscript
+        // in such a value runs command substitutions: `x='a[$(rm -rf ~)]'; (( x ))` runs rm.
+        "arithmetic_expansion" if mentions_names(node) => out.push(Finding::Unresolved {
+            what: excerpt(node, src),
+            why: "arithmetic on variables can run commands hidden in their values",
+        }),
+        "compound_statement"
+            if node.child(0).is_some_and(|c| c.kind() == "((") && mentions_names(node) =>
+        {
+            out.push(Finding::Unresolved {
+                what: excerpt(node, src),
+                why: "arithmetic on variables can run commands hidden in their values",
+            })
+        }
+        "test_command" if has_arithmetic_test(node, src) => out.push(Finding::Unresolved {
+            what: excerpt(node, src),
+            why: "[[ ]] arithmetic comparisons can run commands hidden in variable values",
+        }),
+        "subscript" => out.push(Finding::Unresolved {
+            what: excerpt(node, src),
+            why: "an array subscript is evaluated as arithmetic and can run commands",
+        }),
         "ERROR" => out.push(Finding::Unresolved {
             what: source(node, src),
             why: "the parser could not read this part",
@@ -118,6 +210,44 @@ fn visit(node: Node<'_>, src: &str, depth: usize, out: &mut Vec<Finding>) {
         }),
         _ => {}
     }
+}
+
+/// Whether an arithmetic node refers to anything but number literals.
+fn mentions_names(node: Node<'_>) -> bool {
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if matches!(
+            n.kind(),
+            "variable_name"
+                | "simple_expansion"
+                | "expansion"
+                | "subscript"
+                | "word"
+                | "command_substitution"
+        ) {
+            return true;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    false
+}
+
+fn has_arithmetic_test(node: Node<'_>, src: &str) -> bool {
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "test_operator"
+            && matches!(
+                src.get(n.byte_range()),
+                Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge")
+            )
+        {
+            return true;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    false
 }
 
 fn command(node: Node<'_>, src: &str, depth: usize, out: &mut Vec<Finding>) {
@@ -191,7 +321,7 @@ fn check_assignment(node: Node<'_>, src: &str, out: &mut Vec<Finding>) {
         .unwrap_or_default();
     if is_dangerous_variable(&name) {
         out.push(Finding::Unresolved {
-            what: source(node, src),
+            what: excerpt(node, src),
             why: "it sets a variable that changes which programs run or how they behave",
         });
     }

@@ -63,7 +63,11 @@ fn text<'a>(node: Node<'_>, src: &'a str) -> &'a str {
 fn append(node: Node<'_>, src: &str, out: &mut Word, first: bool) {
     match node.kind() {
         "word" | "number" | "command_name" if node.named_child_count() == 0 => {
-            let raw = text(node, src);
+            let Some(raw) = src.get(node.byte_range()) else {
+                // Not on a character boundary of the original text: do not guess its value.
+                out.dynamic = true;
+                return;
+            };
             if first && raw.starts_with('~') {
                 out.tilde = true;
             }
@@ -108,7 +112,10 @@ fn append(node: Node<'_>, src: &str, out: &mut Word, first: bool) {
             if node.kind() == "brace_expression" && out.glob_at.is_none() {
                 out.glob_at = Some(out.text.len());
             }
-            out.text.push_str(text(node, src));
+            // Only a description from here on: keep it short, so nested substitutions do not
+            // make every enclosing command carry the whole input.
+            out.text
+                .push_str(&super::parse::excerpt_of(text(node, src)));
         }
     }
 }

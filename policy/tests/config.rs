@@ -1,0 +1,215 @@
+//! Building a policy from config text: extending and replacing the defaults, and errors that name
+//! the file, the line and the rule.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
+
+use policy::{Access, Context, Policy, PolicyError, Verdict};
+use std::path::Path;
+
+fn ctx() -> Context<'static> {
+    Context {
+        workspace: Path::new("/work/project"),
+        home: Some(Path::new("/home/dev")),
+    }
+}
+
+#[test]
+fn config_rules_extend_the_defaults_and_the_last_match_wins() {
+    let text = r#"
+[policy]
+bash = [
+  { pattern = "cargo build*", action = "allow" },
+  { pattern = "git status*", action = "deny" },
+]
+"#;
+    let p = Policy::from_config(text, "/etc/agentd/config.toml").unwrap();
+    assert_eq!(
+        p.check_bash("cargo build --release", &ctx()).verdict,
+        Verdict::Allow
+    );
+    let d = p.check_bash("git status", &ctx());
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(
+        d.reason.contains("/etc/agentd/config.toml:5"),
+        "the reason names file and line: {}",
+        d.reason
+    );
+    // Built-ins are still there.
+    assert_eq!(p.check_bash("rm -rf /", &ctx()).verdict, Verdict::Deny);
+    assert_eq!(p.check_bash("ls", &ctx()).verdict, Verdict::Allow);
+}
+
+#[test]
+fn replace_drops_the_built_in_rules() {
+    let text = r#"
+[policy]
+defaults = "replace"
+default = "deny"
+bash = [{ pattern = "ls *", action = "allow" }]
+"#;
+    let p = Policy::from_config(text, "c.toml").unwrap();
+    assert_eq!(p.check_bash("ls -la", &ctx()).verdict, Verdict::Allow);
+    assert_eq!(p.check_bash("cat x", &ctx()).verdict, Verdict::Deny);
+    assert_eq!(
+        p.check_path(Access::Read, "src/lib.rs", &ctx()).verdict,
+        Verdict::Deny
+    );
+}
+
+#[test]
+fn array_of_tables_syntax_works_too() {
+    let text = "[policy]\n[[policy.bash]]\npattern = \"make *\"\naction = \"allow\"\n";
+    let p = Policy::from_config(text, "c.toml").unwrap();
+    assert_eq!(p.check_bash("make -j4", &ctx()).verdict, Verdict::Allow);
+}
+
+#[test]
+fn other_sections_of_the_config_file_are_left_to_their_owner() {
+    let text = "[daemon]\nsocket = \"/run/x.sock\"\n[policy]\ndefault = \"ask\"\n";
+    assert!(Policy::from_config(text, "c.toml").is_ok());
+}
+
+#[test]
+fn a_bad_glob_names_file_line_list_index_and_pattern() {
+    let text = "[policy]\nbash = [\n  { pattern = \"ls *\", action = \"allow\" },\n  { pattern = \"rm [\", action = \"deny\" },\n]\n";
+    let err = Policy::from_config(text, "/home/dev/.config/agentd/config.toml").unwrap_err();
+    match &err {
+        PolicyError::Rule {
+            file,
+            line,
+            list,
+            pattern,
+            ..
+        } => {
+            assert_eq!(file, "/home/dev/.config/agentd/config.toml");
+            assert_eq!(*line, 4);
+            assert_eq!(*list, "bash");
+            assert_eq!(pattern, "rm [");
+        }
+        other => panic!("expected a rule error, got {other:?}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("/home/dev/.config/agentd/config.toml:4: bash rule"),
+        "{msg}"
+    );
+    assert!(msg.contains("unclosed character class"), "{msg}");
+}
+
+#[test]
+fn an_unknown_key_is_an_error_with_its_name_and_line() {
+    let text = "[policy]\ndefault = \"ask\"\nbash = [{ pattern = \"ls\", acton = \"allow\" }]\n";
+    let err = Policy::from_config(text, "c.toml").unwrap_err().to_string();
+    assert!(err.starts_with("c.toml:3:"), "{err}");
+    assert!(err.contains("acton"), "{err}");
+    let err = Policy::from_config("[policy]\ndefualt = \"ask\"\n", "c.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("c.toml:2:") && err.contains("defualt"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_misspelt_verdict_lists_the_real_ones() {
+    let err = Policy::from_config(
+        "[policy]\nread = [{ path = \"**\", action = \"alow\" }]\n",
+        "c.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("c.toml:2:"), "{err}");
+    assert!(
+        err.contains("alow") && err.contains("allow") && err.contains("deny"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_values_outside_rules_are_named() {
+    let err = Policy::from_config("[policy]\n\ndefaults = \"merge\"\n", "c.toml").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "c.toml:3: policy.defaults: \"merge\" is not a choice; use \"extend\" or \"replace\""
+    );
+    let err = Policy::from_config("[policy]\nnetwork = \"ask\"\n", "c.toml").unwrap_err();
+    assert!(
+        err.to_string().starts_with("c.toml:2: policy.network"),
+        "{err}"
+    );
+    let err = Policy::from_config(
+        "[policy]\nwrite = [{ path = \"~bob/x\", action = \"deny\" }]\n",
+        "c.toml",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("~user"), "{err}");
+    let err = Policy::from_config(
+        "[policy]\nbash = [{ pattern = \"  \", action = \"deny\" }]\n",
+        "c.toml",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("empty"), "{err}");
+}
+
+#[test]
+fn broken_toml_is_a_syntax_error_with_line_and_column() {
+    let err = Policy::from_config("[policy]\ndefault = \n", "c.toml").unwrap_err();
+    assert!(
+        matches!(err, PolicyError::Syntax { line: 2, .. }),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn network_defaults_to_deny_and_can_be_allowed() {
+    assert_eq!(Policy::builtin().unwrap().network(), Verdict::Deny);
+    assert_eq!(
+        Policy::from_config("[policy]\nnetwork = \"allow\"\n", "c")
+            .unwrap()
+            .network(),
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn path_rules_are_relative_to_workspace_home_or_root() {
+    let text = r#"
+[policy]
+read = [
+  { path = "secrets/**", action = "deny" },
+  { path = "~/notes/*.md", action = "deny" },
+  { path = "/opt/vendor/**", action = "ask" },
+]
+"#;
+    let p = Policy::from_config(text, "c.toml").unwrap();
+    let c = ctx();
+    assert_eq!(
+        p.check_path(Access::Read, "secrets/key.txt", &c).verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        p.check_path(Access::Read, "/work/project/secrets", &c)
+            .verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        p.check_path(Access::Read, "src/secrets/key.txt", &c)
+            .verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        p.check_path(Access::Read, "~/notes/a.md", &c).verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        p.check_path(Access::Read, "/home/dev/notes/sub/a.md", &c)
+            .verdict,
+        Verdict::Allow,
+        "* stays in one component"
+    );
+    assert_eq!(
+        p.check_path(Access::Read, "/opt/vendor/lib/x.so", &c)
+            .verdict,
+        Verdict::Ask
+    );
+}
