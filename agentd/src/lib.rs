@@ -1,1 +1,6 @@
-//! The supervisor: sessions, the agent loop, providers, the policy engine and the workers it spawns.
+//! The supervisor side of agentd: sessions, the agent loop, providers, the policy engine and the
+//! workers it spawns — and the command-line front ends that drive them.
+//!
+//! Layout so far: [`cli`] (subcommands of the `agentd` binary: `policy check`).
+
+pub mod cli;

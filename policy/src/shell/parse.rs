@@ -63,8 +63,10 @@ pub fn parse_counting(text: &str) -> (Option<tree_sitter::Tree>, u32) {
         let options = tree_sitter::ParseOptions::new().progress_callback(&mut progress);
         let mut input = |offset: usize, _: tree_sitter::Point| bytes.get(offset..).unwrap_or(&[]);
         let tree = parser.parse_with_options(&mut input, None, Some(options));
-        // A cancelled parse keeps its state for resuming; we never resume.
-        parser.reset();
+        if tree.is_none() {
+            // A cancelled parse keeps its state for resuming; we never resume.
+            parser.reset();
+        }
         tree
     });
     (tree, used)
