@@ -51,41 +51,86 @@ fn main() {
     }
     let many = "ls -la; ".repeat(200);
     let rows: Vec<(&str, usize, (Duration, Duration))> = vec![
-        (BASELINE_SPLIT, COMPOUND.len(), measure(20_000, || {
-            black_box(black_box(COMPOUND).split_whitespace().count());
-        })),
-        (BASELINE_PARSE, COMPOUND.len(), measure(5_000, || {
-            black_box(parser.parse(black_box(COMPOUND), None));
-        })),
-        ("analysis (parse + walk): compound", COMPOUND.len(), measure(5_000, || {
-            black_box(policy::shell::analyze(black_box(COMPOUND)));
-        })),
-        (COMPOUND_ROW, COMPOUND.len(), measure(5_000, || {
-            black_box(policy.check_bash(black_box(COMPOUND), &ctx));
-        })),
-        ("check_bash: `ls -la`", 6, measure(20_000, || {
-            black_box(policy.check_bash(black_box("ls -la"), &ctx));
-        })),
-        ("check_bash: `rm -rf /` behind wrappers", 40, measure(20_000, || {
-            black_box(policy.check_bash(black_box("timeout 5 env FOO=1 bash -c 'rm -rf /'"), &ctx));
-        })),
-        ("check_bash: 200 commands", many.len(), measure(200, || {
-            black_box(policy.check_bash(black_box(&many), &ctx));
-        })),
-        ("check_path: read ~/.ssh/id_rsa", 13, measure(20_000, || {
-            black_box(policy.check_path(Access::Read, black_box("~/.ssh/id_rsa"), &ctx));
-        })),
+        (
+            BASELINE_SPLIT,
+            COMPOUND.len(),
+            measure(20_000, || {
+                black_box(black_box(COMPOUND).split_whitespace().count());
+            }),
+        ),
+        (
+            BASELINE_PARSE,
+            COMPOUND.len(),
+            measure(5_000, || {
+                black_box(parser.parse(black_box(COMPOUND), None));
+            }),
+        ),
+        (
+            "analysis (parse + walk): compound",
+            COMPOUND.len(),
+            measure(5_000, || {
+                black_box(policy::shell::analyze(black_box(COMPOUND)));
+            }),
+        ),
+        (
+            COMPOUND_ROW,
+            COMPOUND.len(),
+            measure(5_000, || {
+                black_box(policy.check_bash(black_box(COMPOUND), &ctx));
+            }),
+        ),
+        (
+            "check_bash: `ls -la`",
+            6,
+            measure(20_000, || {
+                black_box(policy.check_bash(black_box("ls -la"), &ctx));
+            }),
+        ),
+        (
+            "check_bash: `rm -rf /` behind wrappers",
+            40,
+            measure(20_000, || {
+                black_box(
+                    policy.check_bash(black_box("timeout 5 env FOO=1 bash -c 'rm -rf /'"), &ctx),
+                );
+            }),
+        ),
+        (
+            "check_bash: 200 commands",
+            many.len(),
+            measure(200, || {
+                black_box(policy.check_bash(black_box(&many), &ctx));
+            }),
+        ),
+        (
+            "check_path: read ~/.ssh/id_rsa",
+            13,
+            measure(20_000, || {
+                black_box(policy.check_path(Access::Read, black_box("~/.ssh/id_rsa"), &ctx));
+            }),
+        ),
     ];
-    println!("{:<42} {:>6} {:>12} {:>12}", "case", "bytes", "median", "p99");
+    println!(
+        "{:<42} {:>6} {:>12} {:>12}",
+        "case", "bytes", "median", "p99"
+    );
     for (name, bytes, (median, p99)) in &rows {
         println!("{name:<42} {bytes:>6} {:>12.2?} {:>12.2?}", median, p99);
     }
-    let median = |name: &str| rows.iter().find(|r| r.0 == name).map_or(Duration::ZERO, |r| r.2.0);
+    let median = |name: &str| {
+        rows.iter()
+            .find(|r| r.0 == name)
+            .map_or(Duration::ZERO, |r| r.2.0)
+    };
     let compound = median(COMPOUND_ROW);
     println!(
         "\ncompound command: {:.2?} median (goal < 50µs: {}); {:.1}x a bare tree-sitter parse",
         compound,
-        if compound < Duration::from_micros(50) { "met" } else { "NOT met" },
+        if compound < Duration::from_micros(50) {
+            "met"
+        } else {
+            "NOT met"
+        },
         compound.as_secs_f64() / median(BASELINE_PARSE).as_secs_f64()
     );
 }

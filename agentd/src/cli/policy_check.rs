@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 /// Arguments of `agentd policy check`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  agentd policy check -- rm -rf build\n  agentd policy check --json -- 'git status && cargo test'\n  printf '%s\\n' '{\"command\": \"ls\"}' | agentd policy check --jsonl")]
+#[command(
+    after_help = "Examples:\n  agentd policy check -- rm -rf build\n  agentd policy check --json -- 'git status && cargo test'\n  printf '%s\\n' '{\"command\": \"ls\"}' | agentd policy check --jsonl"
+)]
 pub struct PolicyCheckArgs {
     /// Config file whose [policy] section applies (default: $XDG_CONFIG_HOME/agentd/config.toml or
     /// ~/.config/agentd/config.toml, else /etc/agentd/config.toml, else the built-in policy alone).
@@ -33,7 +35,9 @@ pub fn default_config_path() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
         .map(|dir| dir.join("agentd/config.toml"));
-    user.into_iter().chain([PathBuf::from("/etc/agentd/config.toml")]).find(|p| p.is_file())
+    user.into_iter()
+        .chain([PathBuf::from("/etc/agentd/config.toml")])
+        .find(|p| p.is_file())
 }
 
 /// Builds the policy from `config` (or the default config file, or the built-ins).
@@ -59,7 +63,10 @@ pub fn run(args: PolicyCheckArgs) -> Result<i32> {
         None => std::env::current_dir().context("cannot determine the current directory")?,
     };
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let ctx = Context { workspace: &workspace, home: home.as_deref() };
+    let ctx = Context {
+        workspace: &workspace,
+        home: home.as_deref(),
+    };
     if args.jsonl {
         if !args.command.is_empty() {
             anyhow::bail!("--jsonl reads commands from stdin; do not also give one after --");
@@ -69,7 +76,9 @@ pub fn run(args: PolicyCheckArgs) -> Result<i32> {
         return jsonl(&policy, &ctx, stdin.lock(), &mut stdout.lock());
     }
     if args.command.is_empty() {
-        anyhow::bail!("no command to check: give one after --, e.g. `agentd policy check -- ls -la`");
+        anyhow::bail!(
+            "no command to check: give one after --, e.g. `agentd policy check -- ls -la`"
+        );
     }
     let command = args.command.join(" ");
     let decision = policy.check_bash(&command, &ctx);
@@ -89,7 +98,12 @@ pub fn run(args: PolicyCheckArgs) -> Result<i32> {
 
 /// Rates each `{"command": "…"}` line of `input`, writing one JSON object per line in order. A
 /// line that is not such an object gets an `{"error": …}` line; the rest go on.
-pub fn jsonl(policy: &Policy, ctx: &Context<'_>, input: impl BufRead, out: &mut impl Write) -> Result<i32> {
+pub fn jsonl(
+    policy: &Policy,
+    ctx: &Context<'_>,
+    input: impl BufRead,
+    out: &mut impl Write,
+) -> Result<i32> {
     let mut failed = false;
     for (n, line) in input.lines().enumerate() {
         let line = line.with_context(|| format!("cannot read line {} of stdin", n + 1))?;
