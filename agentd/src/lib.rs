@@ -1,6 +1,8 @@
 //! The supervisor side of agentd: sessions, the agent loop, providers, the policy engine and the
 //! workers it spawns — and the command-line front ends that drive them.
 //!
-//! Layout so far: [`cli`] (subcommands of the `agentd` binary: `policy check`).
+//! Layout so far: [`cli`] (subcommands of the `agentd` binary: `policy check`, `sandbox`) ·
+//! [`worker`] (spawning tool-workers, their cgroups and environment).
 
 pub mod cli;
+pub mod worker;

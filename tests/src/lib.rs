@@ -1,1 +1,229 @@
-//! Helpers shared by the end-to-end suites in `tests/tests/`.
+//! Helpers for the end-to-end suites in `tests/tests/`: locate the built binaries, make
+//! workspaces, create the unprivileged test user, and run `agentd sandbox` as root or as that user.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support: a panic is the failure report
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The directory holding the built binaries (`target/debug`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/debug/deps/escape-… → target/debug
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+/// A built binary of the workspace; panics with the command to run if it is missing.
+pub fn binary(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo build --workspace --bins` first",
+        path.display()
+    );
+    path
+}
+
+/// Who runs `agentd`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum As {
+    /// The test's own uid (root on the build machines).
+    Root,
+    /// An unprivileged user created for the suite.
+    User,
+}
+
+/// The unprivileged test user: name, uid, gid, home.
+#[derive(Debug, Clone)]
+pub struct TestUser {
+    /// Login name.
+    pub name: String,
+    /// uid.
+    pub uid: u32,
+    /// gid.
+    pub gid: u32,
+    /// Home directory.
+    pub home: PathBuf,
+}
+
+/// Creates (once) and returns the unprivileged user, or `None` when not running as root.
+pub fn test_user() -> Option<&'static TestUser> {
+    static USER: OnceLock<Option<TestUser>> = OnceLock::new();
+    USER.get_or_init(|| {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("not root: the unprivileged-user variants are skipped");
+            return None;
+        }
+        let name = "agentd-e2e";
+        if nix::unistd::User::from_name(name).ok().flatten().is_none() {
+            let status = Command::new("useradd")
+                .args(["--create-home", "--shell", "/bin/sh", name])
+                .status()
+                .unwrap();
+            assert!(status.success(), "useradd {name} failed");
+        }
+        let u = nix::unistd::User::from_name(name).unwrap().unwrap();
+        Some(TestUser {
+            name: name.into(),
+            uid: u.uid.as_raw(),
+            gid: u.gid.as_raw(),
+            home: u.dir,
+        })
+    })
+    .as_ref()
+}
+
+/// The home directory of `who`.
+pub fn home_of(who: As) -> PathBuf {
+    match who {
+        As::Root => PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())),
+        As::User => test_user().unwrap().home.clone(),
+    }
+}
+
+/// Gives `path` (and what is inside) to `who`.
+pub fn give(path: &Path, who: As) {
+    if who == As::User {
+        let u = test_user().unwrap();
+        let status = Command::new("chown")
+            .arg("-R")
+            .arg(format!("{}:{}", u.uid, u.gid))
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+/// A fresh directory, removed on drop.
+#[derive(Debug)]
+pub struct Dir(pub PathBuf);
+
+impl Dir {
+    /// A new empty directory under /tmp, owned by `who`, world-traversable so the test can look.
+    pub fn new(label: &str, who: As) -> Self {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("agentd-e2e-{label}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        give(&path, who);
+        Dir(path)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `agentd` as `who`, with a clean environment plus `env`.
+pub fn agentd_command(who: As, env: &[(&str, &str)]) -> Command {
+    let agentd = binary("agentd");
+    let mut cmd = match who {
+        As::Root => Command::new(&agentd),
+        As::User => {
+            let u = test_user().unwrap();
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={}", u.uid))
+                .arg(format!("--regid={}", u.gid))
+                .arg("--init-groups")
+                .arg(&agentd);
+            c
+        }
+    };
+    cmd.env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", home_of(who))
+        .env("AGENTD_TOOL_WORKER", binary("tool-worker"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// The outcome of one `agentd sandbox` run.
+#[derive(Debug)]
+pub struct Run {
+    /// What the model would receive.
+    pub stdout: String,
+    /// Diagnostics.
+    pub stderr: String,
+    /// agentd's exit code (the command's).
+    pub code: i32,
+}
+
+/// Runs `agentd sandbox [args] -- command` in `workspace` as `who`.
+pub fn sandbox(
+    who: As,
+    workspace: &Path,
+    args: &[&str],
+    command: &str,
+    env: &[(&str, &str)],
+) -> Run {
+    let out: Output = agentd_command(who, env)
+        .arg("sandbox")
+        .arg("--workspace")
+        .arg(workspace)
+        .args(args)
+        .arg("--")
+        .arg(command)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+/// Compiles the escape probe (tests/probe/probe.c) once and returns its path.
+pub fn probe() -> PathBuf {
+    static PROBE: OnceLock<PathBuf> = OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/probe.c");
+            let out = std::env::temp_dir().join(format!("agentd-e2e-probe-{}", std::process::id()));
+            let status = Command::new("cc")
+                .arg("-O1")
+                .arg("-o")
+                .arg(&out)
+                .arg(&src)
+                .status()
+                .expect("a C compiler (cc) is needed");
+            assert!(status.success(), "compiling {} failed", src.display());
+            out
+        })
+        .clone()
+}
+
+/// Copies the probe into `workspace` (where the sandbox may execute it), owned by `who`.
+pub fn install_probe(workspace: &Path, who: As) {
+    let dest = workspace.join("probe");
+    std::fs::copy(probe(), &dest).unwrap();
+    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755)).unwrap();
+    give(&dest, who);
+}
+
+/// Processes whose command line contains `marker`.
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let name = entry.file_name();
+        if !name.to_string_lossy().chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(marker) {
+                found.push(format!("{}: {text}", name.to_string_lossy()));
+            }
+        }
+    }
+    found
+}

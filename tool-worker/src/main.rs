@@ -1,6 +1,5 @@
-//! The `tool-worker` binary; spawned by agentd with one end of a socketpair.
+//! `tool-worker`: spawned by agentd with one end of a socketpair as its stdin; runs one tool call.
 
-fn main() {
-    eprintln!("tool-worker: not yet implemented");
-    std::process::exit(2);
+fn main() -> ! {
+    std::process::exit(tool_worker::run(std::env::args().skip(1)))
 }

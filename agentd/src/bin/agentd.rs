@@ -15,6 +15,8 @@ enum Command {
     /// Inspect the permission policy.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Run a command in a real tool-worker sandbox, as a bash tool call would, and show the result.
+    Sandbox(agentd::cli::sandbox::SandboxArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -25,8 +27,12 @@ enum PolicyCommand {
 
 fn main() {
     let cli = Cli::parse();
+    // The supervisor holds keys and config: no core dumps, and /proc/<pid>/{environ,mem} closed to
+    // other processes of the same uid, tool-workers included.
+    let _ = nix::sys::prctl::set_dumpable(false);
     let result = match cli.command {
         Command::Policy(PolicyCommand::Check(args)) => agentd::cli::policy_check::run(args),
+        Command::Sandbox(args) => agentd::cli::sandbox::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -2,3 +2,4 @@
 //! the binary stays a thin shell over them.
 
 pub mod policy_check;
+pub mod sandbox;

@@ -1,0 +1,128 @@
+//! A cgroup per tool call, where the kernel offers one: bounds the number of processes (the only
+//! bound on a root worker's fork bomb, since RLIMIT_NPROC never binds uid 0) and memory.
+//!
+//! Two layouts are supported, detected at start-up:
+//! * cgroup v2 with controllers (current distributions): `/sys/fs/cgroup/agentd/call-N`, with
+//!   `pids.max` and `memory.max`;
+//! * hybrid v1 (older systems, and this project's build machines): the v1 `pids` and `memory`
+//!   hierarchies, `/sys/fs/cgroup/{pids,memory}/agentd/call-N`.
+//!
+//! Killing a call's processes does not depend on this: the PID namespace does it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const ROOT: &str = "/sys/fs/cgroup";
+
+/// Which cgroup layout is usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Unified v2 hierarchy with the pids and memory controllers.
+    V2,
+    /// v1 `pids` and `memory` hierarchies.
+    V1,
+    /// None we can write (not root, or no controllers).
+    Unavailable,
+}
+
+impl Layout {
+    /// Detects the layout of this machine, for this process.
+    pub fn detect() -> Self {
+        if !nix::unistd::geteuid().is_root() {
+            return Layout::Unavailable;
+        }
+        let controllers =
+            std::fs::read_to_string(Path::new(ROOT).join("cgroup.controllers")).unwrap_or_default();
+        if controllers.split_whitespace().any(|c| c == "pids") {
+            return Layout::V2;
+        }
+        if Path::new(ROOT).join("pids/cgroup.procs").exists() {
+            return Layout::V1;
+        }
+        Layout::Unavailable
+    }
+
+    /// In words, for `agentd status` and lockdown reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Layout::V2 => "cgroup v2 (pids.max, memory.max)",
+            Layout::V1 => "cgroup v1 (pids, memory)",
+            Layout::Unavailable => "no cgroup (not root, or no pids controller)",
+        }
+    }
+}
+
+/// One call's cgroup(s); removed on drop.
+#[derive(Debug)]
+pub struct CallGroup {
+    /// The directories created, one per hierarchy.
+    dirs: Vec<PathBuf>,
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+impl CallGroup {
+    /// Creates the call's group with the given limits, or `None` where no layout is usable.
+    pub fn create(
+        layout: Layout,
+        max_processes: u64,
+        memory_bytes: u64,
+    ) -> std::io::Result<Option<Self>> {
+        let name = format!(
+            "call-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut group = CallGroup { dirs: Vec::new() };
+        match layout {
+            Layout::Unavailable => return Ok(None),
+            Layout::V2 => {
+                let parent = Path::new(ROOT).join("agentd");
+                std::fs::create_dir_all(&parent)?;
+                // Controllers must be enabled from the root down to our parent.
+                let _ = std::fs::write(
+                    Path::new(ROOT).join("cgroup.subtree_control"),
+                    "+pids +memory",
+                );
+                let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+pids +memory");
+                let dir = parent.join(&name);
+                std::fs::create_dir(&dir)?;
+                group.dirs.push(dir.clone());
+                std::fs::write(dir.join("pids.max"), max_processes.to_string())?;
+                let _ = std::fs::write(dir.join("memory.max"), memory_bytes.to_string());
+            }
+            Layout::V1 => {
+                let pids = Path::new(ROOT).join("pids/agentd").join(&name);
+                std::fs::create_dir_all(&pids)?;
+                group.dirs.push(pids.clone());
+                std::fs::write(pids.join("pids.max"), max_processes.to_string())?;
+                let memory = Path::new(ROOT).join("memory/agentd").join(&name);
+                if std::fs::create_dir_all(&memory).is_ok() {
+                    group.dirs.push(memory.clone());
+                    let _ = std::fs::write(
+                        memory.join("memory.limit_in_bytes"),
+                        memory_bytes.to_string(),
+                    );
+                }
+            }
+        }
+        Ok(Some(group))
+    }
+
+    /// Moves `pid` (the worker, before it forks anything) into the group.
+    pub fn add(&self, pid: u32) -> std::io::Result<()> {
+        for dir in &self.dirs {
+            std::fs::write(dir.join("cgroup.procs"), pid.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CallGroup {
+    fn drop(&mut self) {
+        for dir in &self.dirs {
+            // Empty once the worker and its namespace are gone; a leftover is harmless.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}

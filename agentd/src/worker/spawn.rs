@@ -1,0 +1,188 @@
+//! Spawning a tool-worker and speaking the worker protocol with it.
+//!
+//! The supervisor is a multi-threaded tokio process, so it does no lockdown work between fork and
+//! exec: it starts the `tool-worker` binary fresh, with one end of a socketpair as its stdin and an
+//! empty environment, and the worker locks itself down. Everything that can go wrong — the binary
+//! missing, a lockdown step failing, the worker dying, hanging or sending garbage — becomes a
+//! [`WorkerError`], never a hung call.
+
+use super::cgroup::{CallGroup, Layout};
+use protocol::Encoding;
+use protocol::frame::FrameDecoder;
+use protocol::io::{FrameReader, IoError, write_message};
+use protocol::worker::{
+    FromWorker, RunTool, SandboxSpec, ToWorker, ToolRequest, ToolResult, WorkerFailure,
+};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::net::UnixStream;
+
+/// How long a worker may take to lock down.
+const LOCKDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Grace beyond the tool's own timeout before the worker itself is presumed hung.
+const RESULT_GRACE: Duration = Duration::from_secs(5);
+
+/// Why a tool call produced no result.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The worker binary could not be started.
+    #[error("cannot start the tool-worker {path}: {source}")]
+    Spawn {
+        /// The binary.
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The call's cgroup could not be set up.
+    #[error("cannot set up the call's cgroup: {0}")]
+    Cgroup(#[source] std::io::Error),
+    /// A lockdown step failed; the tool did not run.
+    #[error("the sandbox could not be set up (step {:?}): {}", .0.step, .0.message)]
+    Lockdown(WorkerFailure),
+    /// The worker ended without a result.
+    #[error("the tool-worker died without a result ({status})")]
+    Died {
+        /// How it ended.
+        status: String,
+    },
+    /// The worker sent something that is not the protocol.
+    #[error("the tool-worker broke the protocol: {0}")]
+    Protocol(String),
+    /// The worker stopped answering.
+    #[error("the tool-worker did not answer within {0:?} and was killed")]
+    Hung(Duration),
+}
+
+/// The `tool-worker` binary: `$AGENTD_TOOL_WORKER`, else beside the running executable (or one
+/// directory up, for test binaries in `target/*/deps`).
+pub fn locate_worker() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("AGENTD_TOOL_WORKER") {
+        return Some(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.join("tool-worker"), dir.parent()?.join("tool-worker")]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// Runs one tool call in a fresh worker. `on_output` receives output as it streams.
+pub async fn run_tool(
+    worker: &std::path::Path,
+    spec: &SandboxSpec,
+    tool: ToolRequest,
+    mut on_output: impl FnMut(&str),
+) -> Result<ToolResult, WorkerError> {
+    let (ours, theirs) =
+        std::os::unix::net::UnixStream::pair().map_err(|e| WorkerError::Spawn {
+            path: worker.into(),
+            source: e,
+        })?;
+    let group = CallGroup::create(
+        Layout::detect(),
+        spec.limits.max_processes,
+        spec.limits.memory_bytes,
+    )
+    .map_err(WorkerError::Cgroup)?;
+    let mut child = tokio::process::Command::new(worker)
+        .arg("--parent")
+        .arg(std::process::id().to_string())
+        .env_clear()
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| WorkerError::Spawn {
+            path: worker.into(),
+            source,
+        })?;
+    if let (Some(group), Some(pid)) = (&group, child.id()) {
+        // Before the spec is sent the worker has forked nothing, so nothing escapes the group.
+        group.add(pid).map_err(WorkerError::Cgroup)?;
+    }
+    ours.set_nonblocking(true)
+        .map_err(|e| WorkerError::Protocol(e.to_string()))?;
+    let stream = UnixStream::from_std(ours).map_err(|e| WorkerError::Protocol(e.to_string()))?;
+    let mut chan = FrameReader::new(stream, FrameDecoder::default());
+    let outcome = converse(&mut chan, spec, tool, &mut on_output).await;
+    let outcome = match outcome {
+        Err(WorkerError::Died { .. }) | Err(WorkerError::Protocol(_)) => {
+            // Say how the worker ended, which is more useful than "connection closed".
+            let status = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
+                Ok(Ok(status)) => status.to_string(),
+                _ => "still running; killed".to_owned(),
+            };
+            match outcome {
+                Err(WorkerError::Died { .. }) => Err(WorkerError::Died { status }),
+                other => other,
+            }
+        }
+        other => other,
+    };
+    // The worker exits after its result; make sure of it either way.
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    drop(group);
+    outcome
+}
+
+async fn recv(
+    chan: &mut FrameReader<UnixStream>,
+    within: Duration,
+) -> Result<FromWorker, WorkerError> {
+    match tokio::time::timeout(within, chan.read_message::<FromWorker>(Encoding::Bincode)).await {
+        Err(_) => Err(WorkerError::Hung(within)),
+        Ok(Ok(message)) => Ok(message),
+        Ok(Err(IoError::Closed)) | Ok(Err(IoError::Io(_))) => Err(WorkerError::Died {
+            status: String::new(),
+        }),
+        Ok(Err(e)) => Err(WorkerError::Protocol(e.to_string())),
+    }
+}
+
+async fn send(chan: &mut FrameReader<UnixStream>, message: &ToWorker) -> Result<(), WorkerError> {
+    write_message(
+        chan.get_mut(),
+        FrameDecoder::default(),
+        Encoding::Bincode,
+        message,
+    )
+    .await
+    .map_err(|_| WorkerError::Died {
+        status: String::new(),
+    })
+}
+
+async fn converse(
+    chan: &mut FrameReader<UnixStream>,
+    spec: &SandboxSpec,
+    tool: ToolRequest,
+    on_output: &mut impl FnMut(&str),
+) -> Result<ToolResult, WorkerError> {
+    send(chan, &ToWorker::Spec(spec.clone())).await?;
+    match recv(chan, LOCKDOWN_TIMEOUT).await? {
+        FromWorker::Ready(_) => {}
+        FromWorker::Failed(failure) => return Err(WorkerError::Lockdown(failure)),
+        other => {
+            return Err(WorkerError::Protocol(format!(
+                "expected `ready`, got `{}`",
+                other.variant_name()
+            )));
+        }
+    }
+    send(chan, &ToWorker::Run(RunTool { tool })).await?;
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(spec.limits.timeout_ms) + RESULT_GRACE;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match recv(chan, left).await? {
+            FromWorker::Output(chunk) => on_output(&chunk.text),
+            FromWorker::Result(result) => return Ok(result),
+            FromWorker::Failed(failure) => return Err(WorkerError::Lockdown(failure)),
+            FromWorker::Ready(_) => return Err(WorkerError::Protocol("a second `ready`".into())),
+        }
+    }
+}

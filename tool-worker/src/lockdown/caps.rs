@@ -1,0 +1,50 @@
+//! Capabilities: every set emptied, so a root-owned worker is root in name only.
+
+use caps::{CapSet, Capability};
+
+/// Why capabilities could not be cleared.
+#[derive(Debug, thiserror::Error)]
+#[error("clearing the {set} capability set: {source}")]
+pub struct CapsError {
+    set: &'static str,
+    #[source]
+    source: caps::errors::CapsError,
+}
+
+/// Empties the bounding, ambient, inheritable, permitted and effective sets, in that order (the
+/// bounding set can only be reduced while CAP_SETPCAP is still effective).
+pub fn clear_all() -> Result<(), CapsError> {
+    for cap in caps::all() {
+        if caps::has_cap(None, CapSet::Bounding, cap).unwrap_or(false) {
+            caps::drop(None, CapSet::Bounding, cap).map_err(|source| CapsError {
+                set: "bounding",
+                source,
+            })?;
+        }
+    }
+    let steps: [(&str, CapSet); 4] = [
+        ("ambient", CapSet::Ambient),
+        ("inheritable", CapSet::Inheritable),
+        ("effective", CapSet::Effective),
+        ("permitted", CapSet::Permitted),
+    ];
+    for (set, which) in steps {
+        caps::clear(None, which).map_err(|source| CapsError { set, source })?;
+    }
+    Ok(())
+}
+
+/// Whether every set is empty now.
+pub fn all_clear() -> bool {
+    [
+        CapSet::Effective,
+        CapSet::Permitted,
+        CapSet::Inheritable,
+        CapSet::Ambient,
+    ]
+    .into_iter()
+    .all(|set| caps::read(None, set).map(|s| s.is_empty()).unwrap_or(false))
+        && caps::all()
+            .into_iter()
+            .all(|c: Capability| !caps::has_cap(None, CapSet::Bounding, c).unwrap_or(true))
+}

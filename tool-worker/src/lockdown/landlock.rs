@@ -1,0 +1,174 @@
+//! The filesystem and network view, enforced by Landlock.
+//!
+//! Rules only add access, so secrets inside a readable tree are kept out by granting that tree's
+//! other entries one by one: `/etc` is granted entry by entry, minus [`ETC_SECRETS`].
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+use protocol::worker::{LandlockStatus, SandboxProfile, SandboxSpec};
+use std::path::{Path, PathBuf};
+
+/// The newest ABI whose rights we ask for; older kernels get what they support (best effort).
+const TARGET_ABI: ABI = ABI::V7;
+
+/// System trees readable and executable in every profile.
+const SYSTEM_PATHS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
+];
+
+/// Entries of `/etc` never granted, even to a root-owned worker.
+pub const ETC_SECRETS: &[&str] = &[
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "sudoers",
+    "sudoers.d",
+    "ssh",
+    "ssl",
+    "agentd",
+    "security",
+    "credstore",
+    "credstore.encrypted",
+];
+
+/// Entries of `/etc/ssh` and `/etc/ssl` that are public and commonly needed.
+const ETC_PUBLIC_SUBPATHS: &[&str] = &[
+    "ssh/ssh_config",
+    "ssh/ssh_config.d",
+    "ssh/ssh_known_hosts",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+];
+
+/// Devices a tool may read and write.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// Why Landlock could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum LandlockError {
+    /// The ruleset could not be built or enforced.
+    #[error("{0}")]
+    Ruleset(#[from] landlock::RulesetError),
+    /// The kernel has no Landlock and the configuration requires it.
+    #[error(
+        "this kernel does not enforce Landlock (is it enabled in the `lsm=` boot parameter?); refusing to run tools without it. Set sandbox.require_landlock = false to accept the risk"
+    )]
+    Unsupported,
+}
+
+/// The kernel's Landlock ABI version, or `None` without Landlock.
+pub fn kernel_abi() -> Option<u32> {
+    // SAFETY: landlock_create_ruleset with a null attribute, size 0 and the VERSION flag only
+    // returns the ABI version (or an error); it reads and writes no memory of ours.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    u32::try_from(v).ok().filter(|v| *v > 0)
+}
+
+fn add_paths(
+    ruleset: landlock::RulesetCreated,
+    paths: impl IntoIterator<Item = PathBuf>,
+    access: landlock::BitFlags<AccessFs>,
+) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
+    let mut ruleset = ruleset;
+    for path in paths {
+        // A path that does not exist on this machine grants nothing; skip it.
+        let Ok(fd) = PathFd::new(&path) else { continue };
+        let is_dir = std::fs::metadata(&path)
+            .map(|m| m.is_dir())
+            .unwrap_or(false);
+        let access = if is_dir {
+            access
+        } else {
+            access & AccessFs::from_file(TARGET_ABI)
+        };
+        ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
+    }
+    Ok(ruleset)
+}
+
+/// `/etc` entry by entry, without the secrets.
+fn etc_paths() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir("/etc")
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter(|e| !ETC_SECRETS.iter().any(|s| e.file_name() == *s))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.extend(
+        ETC_PUBLIC_SUBPATHS
+            .iter()
+            .map(|p| Path::new("/etc").join(p)),
+    );
+    out
+}
+
+/// Builds and enforces the ruleset for `spec`. Returns what was achieved.
+pub fn enforce(spec: &SandboxSpec) -> Result<(LandlockStatus, Option<u32>), LandlockError> {
+    let abi = kernel_abi();
+    if spec.profile == SandboxProfile::FullAccess {
+        return Ok((LandlockStatus::NotRequested, abi));
+    }
+    if abi.is_none() {
+        return if spec.require_landlock {
+            Err(LandlockError::Unsupported)
+        } else {
+            Ok((LandlockStatus::NotEnforced, None))
+        };
+    }
+    let read = AccessFs::from_read(TARGET_ABI);
+    let all = AccessFs::from_all(TARGET_ABI);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)?;
+    if !spec.network {
+        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+    }
+    ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
+    let mut created = ruleset.create()?;
+    created = add_paths(created, SYSTEM_PATHS.iter().map(PathBuf::from), read)?;
+    created = add_paths(created, etc_paths(), read)?;
+    created = add_paths(created, spec.read_paths.iter().cloned(), read)?;
+    created = add_paths(
+        created,
+        DEVICES.iter().map(PathBuf::from),
+        read | AccessFs::WriteFile,
+    )?;
+    created = add_paths(created, [spec.tmp_dir.clone()], all)?;
+    let workspace_access = match spec.profile {
+        SandboxProfile::ReadOnly => read,
+        _ => all,
+    };
+    created = add_paths(created, [spec.workspace.clone()], workspace_access)?;
+    if spec.profile != SandboxProfile::ReadOnly {
+        created = add_paths(created, spec.write_paths.iter().cloned(), all)?;
+    }
+    let status = created.restrict_self()?;
+    let achieved = match status.ruleset {
+        RulesetStatus::FullyEnforced => LandlockStatus::FullyEnforced,
+        RulesetStatus::PartiallyEnforced => LandlockStatus::PartiallyEnforced,
+        RulesetStatus::NotEnforced => LandlockStatus::NotEnforced,
+    };
+    if achieved == LandlockStatus::NotEnforced && spec.require_landlock {
+        return Err(LandlockError::Unsupported);
+    }
+    Ok((achieved, abi))
+}

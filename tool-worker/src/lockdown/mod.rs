@@ -1,0 +1,75 @@
+//! The lockdown: one straight line of steps, in the order the design fixes, each failure named by
+//! its step so the supervisor can say exactly what could not be done.
+//!
+//! Why this order: fds are closed and the session left before anything else; containment needs
+//! privileges (CAP_SYS_ADMIN, or a fresh user namespace), so it comes before dropping them; limits
+//! before the uid change, since a lowered hard limit cannot be raised afterwards anyway;
+//! capabilities are cleared after the uid change (which itself needs CAP_SETUID); `no_new_privs`
+//! before Landlock and seccomp, which need it when unprivileged; seccomp last, because it forbids
+//! syscalls (unshare, mount) that earlier steps use.
+
+pub mod caps;
+pub mod contain;
+pub mod identity;
+pub mod landlock;
+pub mod limits;
+pub mod process;
+pub mod seccomp;
+
+use protocol::worker::{LandlockStatus, LockdownReport, SandboxSpec, WorkerFailure, WorkerStep};
+
+fn fail(step: WorkerStep, e: impl std::fmt::Display) -> WorkerFailure {
+    WorkerFailure {
+        step,
+        message: e.to_string(),
+    }
+}
+
+/// Everything before the spec is read: it does not depend on the spec.
+pub fn prepare(expected_parent: Option<i32>) -> Result<(), WorkerFailure> {
+    process::close_other_fds().map_err(|e| fail(WorkerStep::CloseFds, e))?;
+    process::new_session().map_err(|e| fail(WorkerStep::Setsid, e))?;
+    process::die_with_parent(expected_parent)
+        .map_err(|e| fail(WorkerStep::ParentDeathSignal, e))?;
+    Ok(())
+}
+
+/// The rest of the lockdown, as `spec` asks. On success, reports what was achieved.
+pub fn lock_down(spec: &SandboxSpec) -> Result<LockdownReport, WorkerFailure> {
+    let mut warnings = Vec::new();
+    let is_root = nix::unistd::geteuid().is_root();
+    let drop_to = spec.run_as.as_ref().filter(|_| is_root);
+    let will_be_root = is_root && drop_to.is_none_or(|r| r.uid == 0);
+
+    let containment = contain::enter(is_root).map_err(|e| fail(WorkerStep::Containment, e))?;
+    limits::apply(&spec.limits, will_be_root).map_err(|e| fail(WorkerStep::Rlimits, e))?;
+    if let Some(who) = drop_to {
+        identity::drop_to(who).map_err(|e| fail(WorkerStep::DropUser, e))?;
+    }
+    caps::clear_all().map_err(|e| fail(WorkerStep::Capabilities, e))?;
+    process::no_new_privs().map_err(|e| fail(WorkerStep::NoNewPrivs, e))?;
+    let (landlock, abi) = landlock::enforce(spec).map_err(|e| fail(WorkerStep::Landlock, e))?;
+    seccomp::install(spec.network).map_err(|e| fail(WorkerStep::Seccomp, e))?;
+
+    match landlock {
+        LandlockStatus::PartiallyEnforced => {
+            warnings.push(format!("Landlock is only partially enforced (kernel ABI {abi:?}): some rights are not restricted"))
+        }
+        LandlockStatus::NotEnforced => warnings.push("LANDLOCK IS NOT ENFORCED: the filesystem is not confined".into()),
+        _ => {}
+    }
+    if will_be_root {
+        warnings.push("the tool runs as uid 0 (capabilities cleared): processes are bounded only by a pids cgroup, if any".into());
+    }
+    Ok(LockdownReport {
+        landlock_abi: abi,
+        landlock,
+        seccomp: true,
+        no_new_privs: true,
+        capabilities_cleared: caps::all_clear(),
+        containment: containment.to_owned(),
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        warnings,
+    })
+}

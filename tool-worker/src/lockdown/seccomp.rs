@@ -1,0 +1,409 @@
+//! The seccomp filter: one table, a reason per entry, built by a pure function that tests inspect
+//! without installing it.
+//!
+//! Two filters are installed (the kernel runs both; the strictest answer wins):
+//! 1. a short prologue, written as BPF by hand because seccompiler cannot express it: kill the
+//!    process on a foreign architecture, refuse x32 syscall numbers (bit 30 set: the same kernel
+//!    entry points under other numbers, which a table keyed by x86-64 numbers would miss), and
+//!    answer `clone3` with ENOSYS so libc falls back to `clone`, whose flags we can inspect;
+//! 2. the table below, compiled by seccompiler: EPERM where a rule matches, allow otherwise.
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch, sock_filter,
+};
+use std::collections::BTreeMap;
+
+/// When a syscall is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// Always.
+    Always,
+    /// When argument `arg` (low 32 bits) equals one of `values`.
+    ArgIn { arg: u8, values: &'static [u64] },
+    /// When argument `arg` (low 32 bits) equals none of `values`.
+    ArgNotIn { arg: u8, values: &'static [u64] },
+    /// When argument `arg` has any of these bits set.
+    AnyBit { arg: u8, bits: &'static [u64] },
+}
+
+/// One entry of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// The syscall.
+    pub name: &'static str,
+    /// Its number on x86-64.
+    pub nr: i64,
+    /// When it is refused with EPERM.
+    pub when: When,
+    /// Who would use it against us.
+    pub why: &'static str,
+}
+
+const NAMESPACE_FLAGS: &[u64] = &[
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
+/// `personality()` values that change nothing dangerous: PER_LINUX, PER_LINUX32 and the query.
+const HARMLESS_PERSONALITIES: &[u64] = &[0, 0x0008, 0xffff_ffff];
+
+/// Socket domains a tool may create when network is granted (`socketpair` is always allowed).
+const NETWORK_DOMAINS: &[u64] = &[libc::AF_INET as u64, libc::AF_INET6 as u64];
+
+macro_rules! always {
+    ($name:ident, $why:expr) => {
+        Entry {
+            name: stringify!($name),
+            nr: libc::$name,
+            when: When::Always,
+            why: $why,
+        }
+    };
+}
+
+/// The table. `network` decides whether TCP/UDP sockets may be created.
+pub fn table(network: bool) -> Vec<Entry> {
+    use libc::*;
+    let mut t = vec![
+        always!(
+            SYS_ptrace,
+            "reading or steering other processes, the supervisor included"
+        ),
+        always!(SYS_process_vm_readv, "reading another process's memory"),
+        always!(SYS_process_vm_writev, "writing another process's memory"),
+        always!(
+            SYS_io_uring_setup,
+            "io_uring performs I/O that seccomp never sees"
+        ),
+        always!(
+            SYS_io_uring_enter,
+            "io_uring performs I/O that seccomp never sees"
+        ),
+        always!(
+            SYS_io_uring_register,
+            "io_uring performs I/O that seccomp never sees"
+        ),
+        always!(SYS_bpf, "loading programs into the kernel"),
+        always!(
+            SYS_perf_event_open,
+            "kernel profiling: side channels and a long CVE history"
+        ),
+        always!(SYS_kexec_load, "replacing the running kernel"),
+        always!(SYS_kexec_file_load, "replacing the running kernel"),
+        always!(SYS_init_module, "loading kernel modules"),
+        always!(SYS_finit_module, "loading kernel modules"),
+        always!(SYS_delete_module, "unloading kernel modules"),
+        always!(SYS_mount, "changing what paths mean"),
+        always!(SYS_umount2, "changing what paths mean"),
+        always!(SYS_pivot_root, "changing what paths mean"),
+        always!(SYS_chroot, "changing what paths mean"),
+        always!(SYS_fsopen, "the new mount API"),
+        always!(SYS_fsconfig, "the new mount API"),
+        always!(SYS_fsmount, "the new mount API"),
+        always!(SYS_fspick, "the new mount API"),
+        always!(SYS_move_mount, "the new mount API"),
+        always!(SYS_open_tree, "the new mount API"),
+        always!(SYS_mount_setattr, "the new mount API"),
+        always!(
+            SYS_unshare,
+            "new namespaces: a user namespace would regain capabilities"
+        ),
+        always!(SYS_setns, "entering other namespaces"),
+        always!(
+            SYS_keyctl,
+            "the kernel keyring holds other processes' secrets"
+        ),
+        always!(
+            SYS_add_key,
+            "the kernel keyring holds other processes' secrets"
+        ),
+        always!(
+            SYS_request_key,
+            "the kernel keyring holds other processes' secrets"
+        ),
+        always!(
+            SYS_userfaultfd,
+            "pausing kernel code at will: a building block of kernel exploits"
+        ),
+        always!(SYS_acct, "process accounting is system-wide"),
+        always!(SYS_swapon, "system-wide"),
+        always!(SYS_swapoff, "system-wide"),
+        always!(SYS_reboot, "system-wide"),
+        always!(SYS_settimeofday, "the clock is system-wide"),
+        always!(SYS_clock_settime, "the clock is system-wide"),
+        always!(SYS_clock_adjtime, "the clock is system-wide"),
+        always!(SYS_adjtimex, "the clock is system-wide"),
+        always!(SYS_quotactl, "disk quotas are system-wide"),
+        always!(SYS_quotactl_fd, "disk quotas are system-wide"),
+        always!(
+            SYS_open_by_handle_at,
+            "opens files by inode handle, around path checks"
+        ),
+        always!(SYS_name_to_handle_at, "the other half of open_by_handle_at"),
+        always!(SYS_lookup_dcookie, "kernel internals"),
+        always!(SYS_uselib, "obsolete loader entry point"),
+        always!(SYS_vhangup, "hangs up the terminal of other processes"),
+        always!(SYS_iopl, "raw I/O port access"),
+        always!(SYS_ioperm, "raw I/O port access"),
+        always!(
+            SYS_syslog,
+            "the kernel log can hold addresses and other users' data"
+        ),
+        Entry {
+            name: "personality",
+            nr: SYS_personality,
+            when: When::ArgNotIn {
+                arg: 0,
+                values: HARMLESS_PERSONALITIES,
+            },
+            why: "READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE weaken memory protections",
+        },
+        Entry {
+            name: "ioctl",
+            nr: SYS_ioctl,
+            when: When::ArgIn {
+                arg: 1,
+                values: &[TIOCSTI, TIOCLINUX],
+            },
+            why: "TIOCSTI/TIOCLINUX push keystrokes into a terminal another process reads",
+        },
+        Entry {
+            name: "clone",
+            nr: SYS_clone,
+            when: When::AnyBit {
+                arg: 0,
+                bits: NAMESPACE_FLAGS,
+            },
+            why: "new namespaces: a user namespace would regain capabilities",
+        },
+    ];
+    t.push(if network {
+        Entry {
+            name: "socket",
+            nr: SYS_socket,
+            when: When::ArgNotIn { arg: 0, values: NETWORK_DOMAINS },
+            why: "only TCP/UDP over IPv4/IPv6: no AF_UNIX (the daemon's socket), netlink, packet, vsock or alg",
+        }
+    } else {
+        Entry {
+            name: "socket",
+            nr: SYS_socket,
+            when: When::Always,
+            why: "no network and no AF_UNIX (Landlock before ABI 9 does not cover connect() to path sockets)",
+        }
+    });
+    t
+}
+
+/// Why the filter could not be built or installed.
+#[derive(Debug, thiserror::Error)]
+pub enum SeccompError {
+    /// seccompiler refused the table.
+    #[error("building the seccomp filter: {0}")]
+    Build(#[from] seccompiler::BackendError),
+    /// The kernel refused the filter.
+    #[error("installing the seccomp filter: {0}")]
+    Install(#[from] seccompiler::Error),
+}
+
+fn cond(
+    arg: u8,
+    op: SeccompCmpOp,
+    value: u64,
+) -> Result<SeccompCondition, seccompiler::BackendError> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
+}
+
+/// Compiles the table into the EPERM filter. Pure: nothing is installed.
+pub fn table_filter(network: bool) -> Result<BpfProgram, SeccompError> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for entry in table(network) {
+        let list = rules.entry(entry.nr).or_default();
+        match entry.when {
+            When::Always => {}
+            When::ArgIn { arg, values } => {
+                for &v in values {
+                    list.push(SeccompRule::new(vec![cond(arg, SeccompCmpOp::Eq, v)?])?);
+                }
+            }
+            When::ArgNotIn { arg, values } => {
+                let conds = values
+                    .iter()
+                    .map(|&v| cond(arg, SeccompCmpOp::Ne, v))
+                    .collect::<Result<Vec<_>, _>>()?;
+                list.push(SeccompRule::new(conds)?);
+            }
+            When::AnyBit { arg, bits } => {
+                for &b in bits {
+                    list.push(SeccompRule::new(vec![cond(
+                        arg,
+                        SeccompCmpOp::MaskedEq(b),
+                        b,
+                    )?])?);
+                }
+            }
+        }
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        TargetArch::x86_64,
+    )?;
+    Ok(filter.try_into()?)
+}
+
+const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const BPF_JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+const BPF_JSET_K: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
+const BPF_RET_K: u16 = 0x06; // BPF_RET | BPF_K
+const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+/// Offsets into `struct seccomp_data`.
+const OFFSET_NR: u32 = 0;
+const OFFSET_ARCH: u32 = 4;
+
+fn insn(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
+    sock_filter { code, jt, jf, k }
+}
+
+/// The prologue filter. Pure: nothing is installed.
+pub fn prologue_filter() -> BpfProgram {
+    vec![
+        insn(BPF_LD_W_ABS, 0, 0, OFFSET_ARCH),
+        insn(BPF_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
+        insn(BPF_LD_W_ABS, 0, 0, OFFSET_NR),
+        insn(BPF_JSET_K, 0, 1, X32_SYSCALL_BIT),
+        insn(
+            BPF_RET_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        ),
+        insn(BPF_JEQ_K, 0, 1, libc::SYS_clone3 as u32),
+        insn(
+            BPF_RET_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        ),
+        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
+}
+
+/// Installs both filters on the calling thread (and what it will exec). Needs `no_new_privs`.
+pub fn install(network: bool) -> Result<(), SeccompError> {
+    let table = table_filter(network)?;
+    seccompiler::apply_filter(&prologue_filter())?;
+    seccompiler::apply_filter(&table)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(t: &[Entry], name: &str) -> Entry {
+        *t.iter()
+            .find(|e| e.name == name || e.name == format!("SYS_{name}"))
+            .unwrap()
+    }
+
+    #[test]
+    fn every_entry_has_a_reason_and_numbers_are_unique() {
+        let t = table(false);
+        let mut seen = std::collections::BTreeSet::new();
+        for e in &t {
+            assert!(!e.why.is_empty(), "{} has no reason", e.name);
+            assert!(seen.insert(e.nr), "{} appears twice", e.name);
+        }
+    }
+
+    #[test]
+    fn the_table_holds_what_the_threat_model_needs() {
+        let t = table(false);
+        for name in [
+            "ptrace",
+            "process_vm_readv",
+            "process_vm_writev",
+            "io_uring_setup",
+            "bpf",
+            "perf_event_open",
+            "kexec_load",
+            "init_module",
+            "finit_module",
+            "mount",
+            "umount2",
+            "pivot_root",
+            "chroot",
+            "fsopen",
+            "move_mount",
+            "open_tree",
+            "unshare",
+            "setns",
+            "keyctl",
+            "add_key",
+            "request_key",
+            "userfaultfd",
+            "acct",
+            "swapon",
+            "reboot",
+            "clock_settime",
+            "settimeofday",
+            "quotactl",
+            "open_by_handle_at",
+        ] {
+            assert_eq!(entry(&t, name).when, When::Always, "{name}");
+        }
+        assert_eq!(
+            entry(&t, "socket").when,
+            When::Always,
+            "no sockets without network"
+        );
+        assert!(
+            matches!(entry(&table(true), "socket").when, When::ArgNotIn { values, .. } if values == NETWORK_DOMAINS)
+        );
+        assert!(
+            matches!(entry(&t, "clone").when, When::AnyBit { bits, .. } if bits.contains(&(libc::CLONE_NEWUSER as u64)))
+        );
+        assert!(
+            matches!(entry(&t, "ioctl").when, When::ArgIn { values, .. } if values.contains(&(libc::TIOCSTI as u64)))
+        );
+        assert!(
+            !t.iter().any(|e| e.nr == libc::SYS_socketpair),
+            "socketpair stays allowed"
+        );
+    }
+
+    #[test]
+    fn both_filters_compile() {
+        for network in [false, true] {
+            let program = table_filter(network).unwrap();
+            assert!(
+                program.len() > 50 && program.len() < 4096,
+                "{} instructions",
+                program.len()
+            );
+        }
+        let p = prologue_filter();
+        assert_eq!(p[1].k, AUDIT_ARCH_X86_64);
+        assert_eq!(
+            p[2].k,
+            libc::SECCOMP_RET_KILL_PROCESS,
+            "a foreign architecture is killed"
+        );
+        assert_eq!(p[4].k, X32_SYSCALL_BIT);
+        assert_eq!(
+            p[7].k,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+            "clone3 gets ENOSYS"
+        );
+    }
+}
