@@ -374,7 +374,7 @@ mod tests {
             matches!(entry(&t, "clone").when, When::AnyBit { bits, .. } if bits.contains(&(libc::CLONE_NEWUSER as u64)))
         );
         assert!(
-            matches!(entry(&t, "ioctl").when, When::ArgIn { values, .. } if values.contains(&(libc::TIOCSTI as u64)))
+            matches!(entry(&t, "ioctl").when, When::ArgIn { values, .. } if values.contains(&libc::TIOCSTI))
         );
         assert!(
             !t.iter().any(|e| e.nr == libc::SYS_socketpair),
