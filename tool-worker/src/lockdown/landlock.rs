@@ -18,29 +18,86 @@ const SYSTEM_PATHS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
 ];
 
-/// Entries of `/etc` never granted, even to a root-owned worker.
-pub const ETC_SECRETS: &[&str] = &[
-    "shadow",
-    "shadow-",
-    "gshadow",
-    "gshadow-",
-    "sudoers",
-    "sudoers.d",
-    "ssh",
-    "ssl",
-    "agentd",
-    "security",
-    "credstore",
-    "credstore.encrypted",
-];
-
-/// Entries of `/etc/ssh` and `/etc/ssl` that are public and commonly needed.
-const ETC_PUBLIC_SUBPATHS: &[&str] = &[
+/// Entries of `/etc` a tool may read: what the C library, shells, compilers, interpreters, git
+/// and TLS clients look for. An allowlist, not "everything but the secrets": `/etc` also holds
+/// service configs with passwords (databases, web servers), which no tool call needs. More can be
+/// granted per installation with `sandbox.read_paths`.
+pub const ETC_READABLE: &[&str] = &[
+    "passwd",
+    "group",
+    "hosts",
+    "hostname",
+    "resolv.conf",
+    "nsswitch.conf",
+    "host.conf",
+    "gai.conf",
+    "services",
+    "protocols",
+    "networks",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "locale.alias",
+    "locale.gen",
+    "locale.conf",
+    "default/locale",
+    "alternatives",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "pki/tls/certs",
+    "mime.types",
+    "magic",
+    "magic.mime",
+    "os-release",
+    "debian_version",
+    "lsb-release",
+    "issue",
+    "bash.bashrc",
+    "profile",
+    "profile.d",
+    "environment",
+    "inputrc",
+    "shells",
+    "terminfo",
+    "gitconfig",
+    "npmrc",
+    "pip.conf",
+    "python3",
+    "perl",
+    "vim",
+    "java-17-openjdk",
+    "maven",
+    "manpath.config",
+    "machine-id",
+    "mtab",
+    "login.defs",
+    "fonts",
+    "xdg",
+    "sgml",
+    "xml",
+    "subuid",
+    "subgid",
     "ssh/ssh_config",
     "ssh/ssh_config.d",
     "ssh/ssh_known_hosts",
-    "ssl/certs",
-    "ssl/openssl.cnf",
+    "mke2fs.conf",
+];
+
+/// Entries of `/etc` that must never be readable; the allowlist above must not grant them (a
+/// unit test checks it), even to a root-owned worker.
+pub const ETC_SECRETS: &[&str] = &[
+    "shadow",
+    "gshadow",
+    "sudoers",
+    "sudoers.d",
+    "ssh",
+    "ssl/private",
+    "agentd",
+    "security",
 ];
 
 /// Devices a tool may read and write.
@@ -103,21 +160,21 @@ fn add_paths(
     Ok(ruleset)
 }
 
-/// `/etc` entry by entry, without the secrets.
+/// The readable entries of `/etc` that exist here (with `python3.11`-style versioned siblings).
 fn etc_paths() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir("/etc")
-        .map(|dir| {
-            dir.filter_map(Result::ok)
-                .filter(|e| !ETC_SECRETS.iter().any(|s| e.file_name() == *s))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.extend(
-        ETC_PUBLIC_SUBPATHS
-            .iter()
-            .map(|p| Path::new("/etc").join(p)),
-    );
+    let etc = Path::new("/etc");
+    let mut out: Vec<PathBuf> = ETC_READABLE.iter().map(|p| etc.join(p)).collect();
+    // Versioned directories (python3.11, java-21-openjdk) whose names we cannot know in advance.
+    if let Ok(dir) = std::fs::read_dir(etc) {
+        for entry in dir.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("python3.")
+                || (name.starts_with("java-") && name.ends_with("-openjdk"))
+            {
+                out.push(entry.path());
+            }
+        }
+    }
     out
 }
 
@@ -171,4 +228,25 @@ pub fn enforce(spec: &SandboxSpec) -> Result<(LandlockStatus, Option<u32>), Land
         return Err(LandlockError::Unsupported);
     }
     Ok((achieved, abi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_etc_allowlist_grants_no_secret() {
+        for granted in ETC_READABLE {
+            for secret in ETC_SECRETS {
+                let exposes = granted == secret
+                    || granted.starts_with(&format!("{secret}/"))
+                        && !["ssh/ssh_config", "ssh/ssh_config.d", "ssh/ssh_known_hosts"]
+                            .contains(granted);
+                assert!(!exposes, "/etc/{granted} exposes /etc/{secret}");
+            }
+        }
+        assert!(
+            !ETC_READABLE.contains(&"shadow") && !ETC_READABLE.iter().any(|p| p.contains("key"))
+        );
+    }
 }

@@ -1,0 +1,365 @@
+//! Every tool through a real tool-worker (the built binary), from the supervisor's API: results,
+//! confinement by the kernel rather than by path strings, and workers that fail in every way.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
+
+use agentd::worker::{WorkerError, run_tool};
+use protocol::worker::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+struct Fixture {
+    root: PathBuf,
+    ws: PathBuf,
+    tmp: PathBuf,
+}
+
+impl Fixture {
+    fn new(label: &str) -> Self {
+        let root =
+            std::env::temp_dir().join(format!("agentd-tools-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (ws, tmp) = (root.join("ws"), root.join("tmp"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::write(root.join("outside.txt"), "OUTSIDE-SECRET\n").unwrap();
+        Self { root, ws, tmp }
+    }
+
+    fn spec(&self) -> SandboxSpec {
+        SandboxSpec {
+            workspace: self.ws.clone(),
+            tmp_dir: self.tmp.clone(),
+            profile: SandboxProfile::WorkspaceWrite,
+            network: false,
+            read_paths: vec![],
+            write_paths: vec![],
+            limits: ResourceLimits {
+                timeout_ms: 10_000,
+                ..ResourceLimits::default()
+            },
+            run_as: None,
+            env: agentd::worker::env::tool_env(None, &self.tmp, &[]),
+            require_landlock: true,
+        }
+    }
+
+    async fn run(&self, tool: ToolRequest) -> ToolResult {
+        run_tool(&worker(), &self.spec(), tool, |_| {})
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn worker() -> PathBuf {
+    agentd::worker::locate_worker().expect("the tool-worker binary is built beside the tests")
+}
+
+fn read(path: &str) -> ToolRequest {
+    ToolRequest::ReadFile(ReadFileRequest {
+        path: path.into(),
+        offset: None,
+        limit: None,
+    })
+}
+
+fn write(path: &str, content: &str) -> ToolRequest {
+    ToolRequest::WriteFile(WriteFileRequest {
+        path: path.into(),
+        content: content.into(),
+    })
+}
+
+fn replace(path: &str, old: &str, new: &str, all: bool) -> ToolRequest {
+    ToolRequest::StrReplace(StrReplaceRequest {
+        path: path.into(),
+        old: old.into(),
+        new: new.into(),
+        replace_all: all,
+    })
+}
+
+#[tokio::test]
+async fn read_file_numbers_lines_pages_and_refuses_binary() {
+    let f = Fixture::new("read");
+    std::fs::write(f.ws.join("a.txt"), "one\ntwo\nthree\nfour\n").unwrap();
+    std::fs::write(f.ws.join("bin.dat"), [0u8, 1, 2, 3]).unwrap();
+    let r = f.run(read("a.txt")).await;
+    assert!(!r.is_error);
+    assert_eq!(
+        r.content,
+        "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour\n"
+    );
+    let r = f
+        .run(ToolRequest::ReadFile(ReadFileRequest {
+            path: "a.txt".into(),
+            offset: Some(2),
+            limit: Some(2),
+        }))
+        .await;
+    assert_eq!(
+        r.content,
+        "     2\ttwo\n     3\tthree\n[… more lines follow; read on with offset 4]"
+    );
+    let r = f.run(read("bin.dat")).await;
+    assert!(
+        r.is_error && r.content.contains("looks binary"),
+        "{}",
+        r.content
+    );
+    let r = f.run(read("missing.txt")).await;
+    assert!(
+        r.is_error && r.content.contains("missing.txt: no such file"),
+        "{}",
+        r.content
+    );
+    let r = f.run(read(".")).await;
+    assert!(
+        r.is_error && r.content.contains("is a directory"),
+        "{}",
+        r.content
+    );
+}
+
+#[tokio::test]
+async fn write_file_creates_parents_keeps_mode_and_leaves_no_temp_file() {
+    let f = Fixture::new("write");
+    let r = f.run(write("deep/er/new.txt", "hello\n")).await;
+    assert!(!r.is_error, "{}", r.content);
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("deep/er/new.txt")).unwrap(),
+        "hello\n"
+    );
+    std::fs::write(f.ws.join("run.sh"), "old").unwrap();
+    std::fs::set_permissions(f.ws.join("run.sh"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    f.run(write("run.sh", "#!/bin/sh\necho new\n")).await;
+    let meta = std::fs::metadata(f.ws.join("run.sh")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o750);
+    let leftovers: Vec<_> = std::fs::read_dir(&f.ws)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+#[tokio::test]
+async fn str_replace_needs_exactly_one_match_unless_replace_all() {
+    let f = Fixture::new("edit");
+    std::fs::write(
+        f.ws.join("lib.rs"),
+        "fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n// a - b\n",
+    )
+    .unwrap();
+    let r = f.run(replace("lib.rs", "a - b", "a + b", false)).await;
+    assert!(
+        r.is_error && r.content.contains("occurs 2 times"),
+        "{}",
+        r.content
+    );
+    let r = f
+        .run(replace("lib.rs", "    a - b\n", "    a + b\n", false))
+        .await;
+    assert!(!r.is_error, "{}", r.content);
+    assert!(
+        r.content.contains("@@ line 2 @@\n-    a - b\n+    a + b"),
+        "{}",
+        r.content
+    );
+    assert!(
+        std::fs::read_to_string(f.ws.join("lib.rs"))
+            .unwrap()
+            .contains("    a + b\n")
+    );
+    let r = f.run(replace("lib.rs", "a * b", "x", false)).await;
+    assert!(
+        r.is_error && r.content.contains("not found"),
+        "{}",
+        r.content
+    );
+    let r = f.run(replace("lib.rs", "a", "A", true)).await;
+    assert!(
+        !r.is_error && r.content.contains("occurrences"),
+        "{}",
+        r.content
+    );
+}
+
+#[tokio::test]
+async fn list_glob_and_grep_honour_gitignore() {
+    let f = Fixture::new("search");
+    for (path, text) in [
+        ("src/main.rs", "fn main() {}\n"),
+        ("src/lib.rs", "pub fn lib() {}\n"),
+        ("target/gen.rs", "fn main() {}\n"),
+        (".gitignore", "target/\n"),
+    ] {
+        std::fs::create_dir_all(f.ws.join(path).parent().unwrap()).unwrap();
+        std::fs::write(f.ws.join(path), text).unwrap();
+    }
+    std::process::Command::new("git")
+        .arg("init")
+        .arg("-q")
+        .arg(&f.ws)
+        .status()
+        .unwrap();
+    let r = f
+        .run(ToolRequest::ListDir(ListDirRequest { path: None }))
+        .await;
+    assert!(
+        r.content.contains("src/") && r.content.contains(".gitignore"),
+        "{}",
+        r.content
+    );
+    let r = f
+        .run(ToolRequest::Glob(GlobRequest {
+            pattern: "**/*.rs".into(),
+            path: None,
+        }))
+        .await;
+    assert!(
+        r.content.contains("src/main.rs") && r.content.contains("src/lib.rs"),
+        "{}",
+        r.content
+    );
+    assert!(
+        !r.content.contains("target/gen.rs"),
+        "ignored files are skipped: {}",
+        r.content
+    );
+    let r = f
+        .run(ToolRequest::Grep(GrepRequest {
+            pattern: r"fn \w+\(\)".into(),
+            path: None,
+            glob: Some("*.rs".into()),
+            ignore_case: false,
+            max_matches: None,
+        }))
+        .await;
+    assert!(
+        r.content.contains("src/main.rs:1:fn main() {}"),
+        "{}",
+        r.content
+    );
+    assert!(!r.content.contains("target/"), "{}", r.content);
+    let r = f
+        .run(ToolRequest::Grep(GrepRequest {
+            pattern: "(".into(),
+            path: None,
+            glob: None,
+            ignore_case: false,
+            max_matches: None,
+        }))
+        .await;
+    assert!(
+        r.is_error && r.content.contains("invalid regular expression"),
+        "{}",
+        r.content
+    );
+}
+
+#[tokio::test]
+async fn file_tools_are_confined_by_the_kernel_not_by_path_strings() {
+    let f = Fixture::new("confine");
+    std::os::unix::fs::symlink(f.root.join("outside.txt"), f.ws.join("link.txt")).unwrap();
+    let outside = f.root.join("outside.txt").display().to_string();
+    for path in ["../outside.txt", outside.as_str(), "link.txt"] {
+        let r = f.run(read(path)).await;
+        assert!(
+            r.is_error && r.content.contains("permission denied"),
+            "{path}: {}",
+            r.content
+        );
+        assert!(!r.content.contains("OUTSIDE-SECRET"));
+    }
+    for path in [
+        "../written.txt",
+        &f.root.join("written2.txt").display().to_string(),
+    ] {
+        let r = f.run(write(path, "x")).await;
+        assert!(
+            r.is_error && r.content.contains("permission denied"),
+            "{path}: {}",
+            r.content
+        );
+    }
+    assert!(!f.root.join("written.txt").exists() && !f.root.join("written2.txt").exists());
+    let r = f
+        .run(replace("link.txt", "OUTSIDE", "CHANGED", false))
+        .await;
+    assert!(r.is_error, "{}", r.content);
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("outside.txt")).unwrap(),
+        "OUTSIDE-SECRET\n"
+    );
+}
+
+#[tokio::test]
+async fn bash_output_streams_in_chunks_and_failures_are_results() {
+    let f = Fixture::new("bash");
+    let mut chunks = Vec::new();
+    let tool = ToolRequest::Bash(BashRequest {
+        command: "echo one; sleep 0.3; echo two >&2; exit 3".into(),
+    });
+    let r = run_tool(&worker(), &f.spec(), tool, |c| chunks.push(c.to_owned()))
+        .await
+        .unwrap();
+    assert_eq!(r.exit_code, Some(3));
+    assert!(r.is_error);
+    assert_eq!(
+        r.content, "one\ntwo\n",
+        "stdout and stderr merged in arrival order"
+    );
+    assert!(chunks.len() >= 2, "output arrived as it came: {chunks:?}");
+    assert_eq!(r.lockdown.landlock, LandlockStatus::FullyEnforced);
+    assert!(r.lockdown.seccomp && r.lockdown.no_new_privs && r.lockdown.capabilities_cleared);
+}
+
+fn fake_worker(dir: &Path, name: &str, script: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn workers_that_die_garble_or_fail_lockdown_become_errors_not_hangs() {
+    let f = Fixture::new("broken");
+    let tool = || {
+        ToolRequest::Bash(BashRequest {
+            command: "true".into(),
+        })
+    };
+    let dies = fake_worker(&f.root, "dies", "exit 7");
+    match run_tool(&dies, &f.spec(), tool(), |_| {}).await {
+        Err(WorkerError::Died { status }) => assert!(status.contains('7'), "{status}"),
+        other => panic!("expected Died, got {other:?}"),
+    }
+    let garbles = fake_worker(
+        &f.root,
+        "garbles",
+        r"printf '\000\000\000\003abc' >&0; sleep 5",
+    );
+    assert!(matches!(
+        run_tool(&garbles, &f.spec(), tool(), |_| {}).await,
+        Err(WorkerError::Protocol(_))
+    ));
+    let missing = f.root.join("no-such-worker");
+    assert!(matches!(
+        run_tool(&missing, &f.spec(), tool(), |_| {}).await,
+        Err(WorkerError::Spawn { .. })
+    ));
+    let mut spec = f.spec();
+    spec.workspace = f.root.join("no-such-workspace");
+    match run_tool(&worker(), &spec, tool(), |_| {}).await {
+        Err(WorkerError::Lockdown(failure)) => {
+            assert!(failure.message.contains("no-such-workspace"), "{failure:?}")
+        }
+        other => panic!("expected a lockdown failure, got {other:?}"),
+    }
+}
