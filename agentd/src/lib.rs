@@ -2,7 +2,9 @@
 //! workers it spawns — and the command-line front ends that drive them.
 //!
 //! Layout so far: [`cli`] (subcommands of the `agentd` binary: `policy check`, `sandbox`) ·
+//! [`providers`] (model providers: the internal model, retries, OpenAI-compatible streaming) ·
 //! [`worker`] (spawning tool-workers, their cgroups and environment).
 
 pub mod cli;
+pub mod providers;
 pub mod worker;

@@ -369,7 +369,15 @@ async fn a_worker_that_never_answers_is_killed_and_reported() {
     let f = Fixture::new("hung");
     let hangs = fake_worker(&f.root, "hangs", "exec sleep 60");
     let start = std::time::Instant::now();
-    let outcome = run_tool(&hangs, &f.spec(), ToolRequest::Bash(BashRequest { command: "true".into() }), |_| {}).await;
+    let outcome = run_tool(
+        &hangs,
+        &f.spec(),
+        ToolRequest::Bash(BashRequest {
+            command: "true".into(),
+        }),
+        |_| {},
+    )
+    .await;
     assert!(matches!(outcome, Err(WorkerError::Hung(_))), "{outcome:?}");
     assert!(start.elapsed() < std::time::Duration::from_secs(20));
     assert!(agentd_e2e_free_of("sleep 60"), "the hung worker was killed");
@@ -378,7 +386,16 @@ async fn a_worker_that_never_answers_is_killed_and_reported() {
 /// No process runs `pattern` any more.
 fn agentd_e2e_free_of(pattern: &str) -> bool {
     std::thread::sleep(std::time::Duration::from_millis(200));
-    std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).all(|e| {
-        std::fs::read(e.path().join("cmdline")).map(|c| !String::from_utf8_lossy(&c).replace('\0', " ").contains(pattern)).unwrap_or(true)
-    })
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .all(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .map(|c| {
+                    !String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(pattern)
+                })
+                .unwrap_or(true)
+        })
 }

@@ -134,6 +134,12 @@ impl ToolCallId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// An id made up for the call at `index` when the provider gave none: `call_<index>`, which is
+    /// always valid (short, ASCII, no control characters).
+    pub fn generated(index: u64) -> Self {
+        Self(format!("call_{index}"))
+    }
 }
 
 impl TryFrom<String> for ToolCallId {

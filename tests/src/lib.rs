@@ -2,6 +2,8 @@
 //! workspaces, create the unprivileged test user, and run `agentd sandbox` as root or as that user.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support: a panic is the failure report
 
+pub mod mock_llm;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -121,9 +123,45 @@ impl Drop for Dir {
     }
 }
 
+/// The binaries as `who` can reach them. The checkout may sit in a directory only its owner can
+/// enter (`mktemp -d` makes 0700 directories), so for the test user they are staged — hard-linked,
+/// or copied across filesystems — into a world-readable directory under /tmp.
+pub fn binary_for(name: &str, who: As) -> PathBuf {
+    static STAGED: OnceLock<PathBuf> = OnceLock::new();
+    if who == As::Root {
+        return binary(name);
+    }
+    let dir = STAGED.get_or_init(|| {
+        // Remove what earlier runs left behind (their process is gone).
+        if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+            for e in entries.filter_map(Result::ok) {
+                let n = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = n.strip_prefix("agentd-e2e-bin-")
+                    && !Path::new("/proc").join(pid).exists()
+                {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("agentd-e2e-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for bin in ["agentd", "tool-worker"] {
+            let (from, to) = (binary(bin), dir.join(bin));
+            let _ = std::fs::remove_file(&to);
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).unwrap();
+            }
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        dir
+    });
+    dir.join(name)
+}
+
 /// `agentd` as `who`, with a clean environment plus `env`.
 pub fn agentd_command(who: As, env: &[(&str, &str)]) -> Command {
-    let agentd = binary("agentd");
+    let agentd = binary_for("agentd", who);
     let mut cmd = match who {
         As::Root => Command::new(&agentd),
         As::User => {
@@ -139,7 +177,7 @@ pub fn agentd_command(who: As, env: &[(&str, &str)]) -> Command {
     cmd.env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", home_of(who))
-        .env("AGENTD_TOOL_WORKER", binary("tool-worker"));
+        .env("AGENTD_TOOL_WORKER", binary_for("tool-worker", who));
     for (k, v) in env {
         cmd.env(k, v);
     }

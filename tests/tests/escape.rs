@@ -464,19 +464,46 @@ both!(the_read_only_profile_refuses_workspace_writes, |who| {
     let ws = Dir::new("readonly", who);
     std::fs::write(ws.0.join("kept.txt"), "original\n").unwrap();
     give(&ws.0, who);
-    let run = sandbox(who, &ws.0, &["--profile", "read-only"], "cat kept.txt; echo changed > kept.txt; echo new > new.txt; echo t > \"$TMPDIR/t\" && echo tmp-ok", &[]);
+    let run = sandbox(
+        who,
+        &ws.0,
+        &["--profile", "read-only"],
+        "cat kept.txt; echo changed > kept.txt; echo new > new.txt; echo t > \"$TMPDIR/t\" && echo tmp-ok",
+        &[],
+    );
     assert!(run.stdout.contains("original"), "reading works: {run:?}");
-    assert!(run.stdout.contains("tmp-ok"), "the private TMPDIR stays writable: {run:?}");
-    assert_eq!(std::fs::read_to_string(ws.0.join("kept.txt")).unwrap(), "original\n");
+    assert!(
+        run.stdout.contains("tmp-ok"),
+        "the private TMPDIR stays writable: {run:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.0.join("kept.txt")).unwrap(),
+        "original\n"
+    );
     assert!(!ws.0.join("new.txt").exists());
 });
 
-both!(granting_network_allows_tcp_but_still_no_unix_sockets, |who| {
-    let ws = Dir::new("network", who);
-    install_probe(&ws.0, who);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let run = sandbox(who, &ws.0, &["--network"], &format!("./probe tcp {port}; ./probe abstract agentd-e2e-none"), &[]);
-    assert!(run.stdout.contains("ESCAPED tcp connect"), "with --network a TCP connection works: {run:?}");
-    assert!(run.stdout.contains("BLOCKED unix socket"), "AF_UNIX stays forbidden: {run:?}");
-});
+both!(
+    granting_network_allows_tcp_but_still_no_unix_sockets,
+    |who| {
+        let ws = Dir::new("network", who);
+        install_probe(&ws.0, who);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let run = sandbox(
+            who,
+            &ws.0,
+            &["--network"],
+            &format!("./probe tcp {port}; ./probe abstract agentd-e2e-none"),
+            &[],
+        );
+        assert!(
+            run.stdout.contains("ESCAPED tcp connect"),
+            "with --network a TCP connection works: {run:?}"
+        );
+        assert!(
+            run.stdout.contains("BLOCKED unix socket"),
+            "AF_UNIX stays forbidden: {run:?}"
+        );
+    }
+);

@@ -1,0 +1,99 @@
+//! Model providers: adapters from the one internal model ([`model`]) to each wire format, with
+//! retries ([`retry`]) and streaming over a real SSE parser (`eventsource-stream`).
+//!
+//! Built so far: OpenAI-compatible chat completions ([`openai`]), which also covers OpenRouter,
+//! vLLM, Ollama and llama.cpp. Anthropic Messages and Gemini are to come, behind the same API.
+
+pub mod model;
+pub mod openai;
+pub mod retry;
+
+use std::time::Duration;
+
+/// Why a model call failed (one try).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// The server answered with an error status.
+    #[error("{provider}: HTTP {status}: {message}")]
+    Status {
+        /// Which provider.
+        provider: &'static str,
+        /// The status.
+        status: u16,
+        /// The server's error message, or the start of its body.
+        message: String,
+        /// The wait the server asked for.
+        retry_after: Option<Duration>,
+    },
+    /// No connection, or it broke before a response.
+    #[error("{provider}: cannot reach {url}: {message}")]
+    Connect {
+        /// Which provider.
+        provider: &'static str,
+        /// Where.
+        url: String,
+        /// Why.
+        message: String,
+    },
+    /// Nothing arrived in time.
+    #[error("{provider}: {what} timed out after {after:?}")]
+    Timeout {
+        /// Which provider.
+        provider: &'static str,
+        /// What timed out: the request, or an idle stream.
+        what: &'static str,
+        /// After how long.
+        after: Duration,
+    },
+    /// The response was not the format promised.
+    #[error("{provider}: malformed response: {message}")]
+    Malformed {
+        /// Which provider.
+        provider: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+    /// The stream ended before the response was complete.
+    #[error("{provider}: the response stream ended before it was complete")]
+    StreamCut {
+        /// Which provider.
+        provider: &'static str,
+    },
+    /// The server reported an error inside a successful stream.
+    #[error("{provider}: error in the response stream: {message}")]
+    InStream {
+        /// Which provider.
+        provider: &'static str,
+        /// The server's message.
+        message: String,
+    },
+}
+
+impl ProviderError {
+    /// Whether another try may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Status { status, .. } => retry::is_retryable_status(*status),
+            ProviderError::Connect { .. } | ProviderError::Timeout { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// The wait the server asked for, if any.
+    pub fn server_delay(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// A failed call after every try.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error} (after {tries} {})", if *.tries == 1 { "try" } else { "tries" })]
+pub struct CallFailed {
+    /// The last try's error.
+    pub error: ProviderError,
+    /// Tries made.
+    pub tries: u32,
+}

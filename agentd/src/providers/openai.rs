@@ -1,0 +1,456 @@
+//! OpenAI-compatible chat completions (OpenAI, OpenRouter, vLLM, Ollama, llama.cpp).
+//!
+//! Streaming follows what these servers really send: tool-call fragments keyed by `index`, the id
+//! and name only in a call's first fragment, arguments split anywhere (empty means `{}`),
+//! `finish_reason: "stop"` although tool calls arrived, comment and keep-alive lines, an error
+//! object inside a 200 stream, `[DONE]`, and a final usage-only chunk.
+
+use super::model::{Message, ModelRequest, ModelResponse, Role};
+use super::retry::{RetryPolicy, jitter, server_delay};
+use super::{CallFailed, ProviderError};
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use protocol::event::ToolCall;
+use protocol::ids::ToolCallId;
+use protocol::session::TokenUsage;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+const PROVIDER: &str = "openai";
+
+/// A client for one OpenAI-compatible endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAiClient {
+    /// The HTTP client (connection pool).
+    http: reqwest::Client,
+    /// The API root, e.g. `https://api.openai.com/v1`.
+    base_url: String,
+    /// Sent as `Authorization: Bearer …` when set, and nowhere else.
+    api_key: Option<String>,
+    /// Whether to stream.
+    pub stream: bool,
+    /// Retries.
+    pub retry: RetryPolicy,
+    /// Longest silence inside a stream.
+    pub idle_timeout: Duration,
+    /// Longest wait for the response to start.
+    pub request_timeout: Duration,
+}
+
+impl OpenAiClient {
+    /// A client for `base_url`.
+    pub fn new(base_url: &str, api_key: Option<String>) -> Result<Self, ProviderError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ProviderError::Connect {
+                provider: PROVIDER,
+                url: base_url.into(),
+                message: e.to_string(),
+            })?;
+        Ok(Self {
+            http,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key: api_key.filter(|k| !k.is_empty()),
+            stream: true,
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(300),
+        })
+    }
+
+    /// One model call, retried as the policy says. `on_text` receives text as it streams.
+    pub async fn complete(
+        &self,
+        req: &ModelRequest,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelResponse, CallFailed> {
+        let body = request_body(req, self.stream);
+        let mut tries = 1;
+        loop {
+            match self.try_once(&body, on_text).await {
+                Ok(response) => return Ok(response),
+                Err(error) if error.is_retryable() && tries < self.retry.max_tries => {
+                    tries += 1;
+                    let wait = self.retry.delay(tries, error.server_delay(), jitter());
+                    tracing::warn!(%error, ?wait, tries, "model call failed; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(error) => return Err(CallFailed { error, tries }),
+            }
+        }
+    }
+
+    async fn try_once(
+        &self,
+        body: &Value,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelResponse, ProviderError> {
+        let url = format!("{}/chat/completions", self.base_url);
+        let mut request = self.http.post(&url).json(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = match tokio::time::timeout(self.request_timeout, request.send()).await {
+            Err(_) => {
+                return Err(ProviderError::Timeout {
+                    provider: PROVIDER,
+                    what: "request",
+                    after: self.request_timeout,
+                });
+            }
+            Ok(Err(e)) => {
+                return Err(ProviderError::Connect {
+                    provider: PROVIDER,
+                    url,
+                    message: e.to_string(),
+                });
+            }
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let retry_after = server_delay(
+                header("retry-after-ms").as_deref(),
+                header("retry-after").as_deref(),
+                SystemTime::now(),
+            );
+            let text = response.text().await.unwrap_or_default();
+            return Err(ProviderError::Status {
+                provider: PROVIDER,
+                status,
+                message: error_message(&text),
+                retry_after,
+            });
+        }
+        if self.stream {
+            self.read_stream(response, on_text).await
+        } else {
+            let text = response.text().await.map_err(|e| ProviderError::Connect {
+                provider: PROVIDER,
+                url,
+                message: e.to_string(),
+            })?;
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|e| malformed(format!("{e}; body starts {:?}", head(&text))))?;
+            let response = parse_completion(&value)?;
+            if !response.text.is_empty() {
+                on_text(&response.text);
+            }
+            Ok(response)
+        }
+    }
+
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelResponse, ProviderError> {
+        let mut events = response.bytes_stream().eventsource();
+        let mut acc = StreamAccumulator::default();
+        loop {
+            let next = match tokio::time::timeout(self.idle_timeout, events.next()).await {
+                Err(_) => {
+                    return Err(ProviderError::Timeout {
+                        provider: PROVIDER,
+                        what: "idle stream",
+                        after: self.idle_timeout,
+                    });
+                }
+                Ok(next) => next,
+            };
+            match next {
+                None => break,
+                Some(Err(eventsource_stream::EventStreamError::Transport(_))) => {
+                    return Err(ProviderError::StreamCut { provider: PROVIDER });
+                }
+                Some(Err(e)) => return Err(malformed(format!("not an event stream: {e}"))),
+                Some(Ok(event)) => {
+                    if acc.feed(&event.data, on_text)? {
+                        return Ok(acc.finish());
+                    }
+                }
+            }
+        }
+        // Some servers end without `[DONE]` after a finish reason; without one, it was cut.
+        if acc.finish_reason.is_some() {
+            Ok(acc.finish())
+        } else {
+            Err(ProviderError::StreamCut { provider: PROVIDER })
+        }
+    }
+}
+
+fn malformed(message: String) -> ProviderError {
+    ProviderError::Malformed {
+        provider: PROVIDER,
+        message,
+    }
+}
+
+fn head(text: &str) -> String {
+    text.chars().take(200).collect()
+}
+
+/// The message of an error body (`{"error": {"message": …}}`), or the body's start.
+fn error_message(body: &str) -> String {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| head(body.trim()))
+}
+
+/// The chat-completions request body.
+pub fn request_body(req: &ModelRequest, stream: bool) -> Value {
+    let messages: Vec<Value> = req.messages.iter().map(message_json).collect();
+    let mut body = json!({ "model": req.model, "messages": messages, "stream": stream });
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect();
+    }
+    if stream {
+        body["stream_options"] = json!({ "include_usage": true });
+    }
+    if let Some(max) = req.max_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    body
+}
+
+fn message_json(m: &Message) -> Value {
+    match m.role {
+        Role::System => json!({"role": "system", "content": m.content}),
+        Role::User => json!({"role": "user", "content": m.content}),
+        Role::Assistant => {
+            let mut v = json!({"role": "assistant", "content": if m.content.is_empty() { Value::Null } else { json!(m.content) }});
+            if !m.tool_calls.is_empty() {
+                v["tool_calls"] = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| json!({"id": c.id.as_str(), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                    .collect();
+            }
+            v
+        }
+        Role::Tool => {
+            let id = m
+                .tool_result_for
+                .as_ref()
+                .map(|(id, _)| id.as_str())
+                .unwrap_or_default();
+            json!({"role": "tool", "tool_call_id": id, "content": m.content})
+        }
+    }
+}
+
+fn usage_of(v: &Value) -> TokenUsage {
+    TokenUsage {
+        input_tokens: v.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+        output_tokens: v
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+    }
+}
+
+/// A tool call id: the provider's when usable, else one made up from the call's position.
+fn call_id(id: Option<&str>, index: u64) -> ToolCallId {
+    id.and_then(|id| ToolCallId::new(id).ok())
+        .unwrap_or_else(|| ToolCallId::generated(index))
+}
+
+fn arguments(text: &str) -> String {
+    if text.trim().is_empty() {
+        "{}".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
+/// A whole (non-streamed) completion.
+pub fn parse_completion(v: &Value) -> Result<ModelResponse, ProviderError> {
+    if let Some(message) = v.pointer("/error/message").and_then(Value::as_str) {
+        return Err(ProviderError::InStream {
+            provider: PROVIDER,
+            message: message.to_owned(),
+        });
+    }
+    let choice = v
+        .pointer("/choices/0")
+        .ok_or_else(|| malformed("no choices in the response".into()))?;
+    let message = choice
+        .get("message")
+        .ok_or_else(|| malformed("the choice has no message".into()))?;
+    let mut response = ModelResponse {
+        text: message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        usage: v.get("usage").map(usage_of).unwrap_or_default(),
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        ..ModelResponse::default()
+    };
+    for (i, call) in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        response.tool_calls.push(ToolCall {
+            id: call_id(call.get("id").and_then(Value::as_str), i as u64),
+            name: call
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            arguments: arguments(
+                call.pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
+        });
+    }
+    Ok(response)
+}
+
+/// A tool call being assembled from stream fragments.
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: String,
+    arguments: String,
+}
+
+/// Assembles a streamed completion, one event's data at a time.
+#[derive(Debug, Default)]
+pub struct StreamAccumulator {
+    text: String,
+    calls: BTreeMap<u64, PartialCall>,
+    usage: TokenUsage,
+    finish_reason: Option<String>,
+}
+
+impl StreamAccumulator {
+    /// Takes one event's data; returns true at `[DONE]`.
+    pub fn feed(
+        &mut self,
+        data: &str,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<bool, ProviderError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| malformed(format!("{e} in stream chunk {:?}", head(data))))?;
+        if let Some(error) = v.get("error").filter(|e| !e.is_null()) {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| error.to_string());
+            return Err(ProviderError::InStream {
+                provider: PROVIDER,
+                message,
+            });
+        }
+        if let Some(usage) = v.get("usage").filter(|u| !u.is_null()) {
+            self.usage = usage_of(usage);
+        }
+        for choice in v
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish_reason = Some(reason.to_owned());
+            }
+            let Some(delta) = choice.get("delta") else {
+                continue;
+            };
+            if let Some(text) = delta
+                .get("content")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                self.text.push_str(text);
+                on_text(text);
+            }
+            for (pos, fragment) in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let index = fragment
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(pos as u64);
+                let call = self.calls.entry(index).or_default();
+                if let Some(id) = fragment
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                {
+                    call.id.get_or_insert_with(|| id.to_owned());
+                }
+                if let Some(name) = fragment.pointer("/function/name").and_then(Value::as_str)
+                    && call.name.is_empty()
+                {
+                    call.name = name.to_owned();
+                }
+                if let Some(args) = fragment
+                    .pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                {
+                    call.arguments.push_str(args);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The completed response; tool calls in index order.
+    pub fn finish(self) -> ModelResponse {
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .map(|(index, c)| ToolCall {
+                id: call_id(c.id.as_deref(), index),
+                name: c.name,
+                arguments: arguments(&c.arguments),
+            })
+            .collect();
+        ModelResponse {
+            text: self.text,
+            tool_calls,
+            usage: self.usage,
+            finish_reason: self.finish_reason,
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! A scripted mock LLM server: real HTTP/1.1 on 127.0.0.1, answering each request with the next
+//! scripted reply — JSON, a server-sent event stream, garbage, a cut stream or silence — and
+//! recording every request so tests can assert what the model was sent.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One scripted reply.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A whole response with this status, extra headers and JSON body.
+    Json {
+        /// HTTP status.
+        status: u16,
+        /// Extra headers.
+        headers: Vec<(String, String)>,
+        /// The body.
+        body: String,
+    },
+    /// A 200 event stream: each item is one event's `data`, sent with a pause between events.
+    Sse {
+        /// The events' data.
+        events: Vec<String>,
+        /// Pause before each event.
+        pause: Duration,
+        /// After the events, send half an event and close (a cut stream).
+        cut: bool,
+    },
+    /// A 200 response whose body is this text.
+    Garbage(String),
+}
+
+impl Reply {
+    /// A JSON reply with status 200.
+    pub fn ok(body: serde_json::Value) -> Self {
+        Reply::Json {
+            status: 200,
+            headers: vec![],
+            body: body.to_string(),
+        }
+    }
+
+    /// An error reply in the OpenAI shape.
+    pub fn error(status: u16, message: &str, headers: &[(&str, &str)]) -> Self {
+        Reply::Json {
+            status,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: serde_json::json!({"error": {"message": message, "type": "mock"}}).to_string(),
+        }
+    }
+
+    /// A complete event stream of JSON chunks, then `[DONE]`.
+    pub fn stream(chunks: Vec<serde_json::Value>) -> Self {
+        let mut events: Vec<String> = chunks.iter().map(|c| c.to_string()).collect();
+        events.push("[DONE]".into());
+        Reply::Sse {
+            events,
+            pause: Duration::ZERO,
+            cut: false,
+        }
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// e.g. `POST`.
+    pub method: String,
+    /// e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Null` if it was not JSON).
+    pub body: serde_json::Value,
+    /// The body as text.
+    pub raw_body: String,
+}
+
+impl Recorded {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The server. Stops when dropped.
+#[derive(Debug)]
+pub struct MockLlm {
+    addr: std::net::SocketAddr,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockLlm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockLlm {
+    /// Starts a server that answers with `script`, in order; past its end it answers 500.
+    pub async fn start(script: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        let (req, scr) = (requests.clone(), script.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let (req, scr) = (req.clone(), scr.clone());
+                tokio::spawn(async move {
+                    let _ = serve(stream, req, scr).await;
+                });
+            }
+        });
+        Self {
+            addr,
+            requests,
+            task,
+        }
+    }
+
+    /// The API root to configure a client with, e.g. `http://127.0.0.1:PORT/v1`.
+    pub fn url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let header_end = loop {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or_default().split(' ');
+    let (method, path) = (
+        first.next().unwrap_or_default().to_owned(),
+        first.next().unwrap_or_default().to_owned(),
+    );
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < header_end + length {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let raw_body = String::from_utf8_lossy(&buf[header_end..]).into_owned();
+    let body = serde_json::from_str(&raw_body).unwrap_or(serde_json::Value::Null);
+    requests.lock().unwrap().push(Recorded {
+        method,
+        path,
+        headers,
+        body,
+        raw_body,
+    });
+    let reply = script
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or_else(|| Reply::error(500, "the mock's script is exhausted", &[]));
+    match reply {
+        Reply::Json {
+            status,
+            headers,
+            body,
+        } => {
+            let mut out = format!(
+                "HTTP/1.1 {status} Mock\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (k, v) in headers {
+                out.push_str(&format!("{k}: {v}\r\n"));
+            }
+            out.push_str("\r\n");
+            out.push_str(&body);
+            stream.write_all(out.as_bytes()).await?;
+        }
+        Reply::Garbage(text) => {
+            let out = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            stream.write_all(out.as_bytes()).await?;
+        }
+        Reply::Sse { events, pause, cut } => {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n: keep-alive\n\n")
+                .await?;
+            for data in events {
+                tokio::time::sleep(pause).await;
+                stream
+                    .write_all(format!("data: {data}\n\n").as_bytes())
+                    .await?;
+                stream.flush().await?;
+            }
+            if cut {
+                stream
+                    .write_all(b"data: {\"choices\": [{\"delta\": {\"content\": \"trunc")
+                    .await?;
+            }
+        }
+    }
+    stream.flush().await?;
+    stream.shutdown().await
+}
+
+/// OpenAI chat-completions stream chunks.
+pub mod openai {
+    use serde_json::{Value, json};
+
+    /// A text fragment.
+    pub fn text(t: &str) -> Value {
+        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]})
+    }
+
+    /// A tool-call fragment; `id` and `name` only in a call's first fragment, as OpenAI sends them.
+    pub fn tool(index: u64, id: Option<&str>, name: Option<&str>, args: &str) -> Value {
+        let mut f = json!({"index": index, "function": {"arguments": args}});
+        if let Some(id) = id {
+            f["id"] = json!(id);
+            f["type"] = json!("function");
+        }
+        if let Some(name) = name {
+            f["function"]["name"] = json!(name);
+        }
+        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [f]}, "finish_reason": null}]})
+    }
+
+    /// The chunk carrying the finish reason.
+    pub fn finish(reason: &str) -> Value {
+        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    }
+
+    /// The final usage-only chunk.
+    pub fn usage(input: u64, output: u64) -> Value {
+        json!({"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}})
+    }
+
+    /// A whole non-streamed completion.
+    pub fn completion(text: Option<&str>, calls: &[(&str, &str, &str)]) -> Value {
+        let calls: Vec<Value> = calls.iter().map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})).collect();
+        let mut message = json!({"role": "assistant", "content": text});
+        if !calls.is_empty() {
+            message["tool_calls"] = json!(calls);
+        }
+        json!({"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+    }
+}
