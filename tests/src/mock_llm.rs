@@ -67,6 +67,17 @@ impl Reply {
     }
 }
 
+impl Reply {
+    /// An event stream of these JSON events as they are, with no `[DONE]` (Anthropic, Gemini).
+    pub fn events(events: Vec<serde_json::Value>) -> Self {
+        Reply::Sse {
+            events: events.iter().map(|e| e.to_string()).collect(),
+            pause: Duration::ZERO,
+            cut: false,
+        }
+    }
+}
+
 /// A request the server received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -284,5 +295,79 @@ pub mod openai {
             message["tool_calls"] = json!(calls);
         }
         json!({"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+    }
+}
+
+/// Anthropic Messages stream events and responses.
+pub mod anthropic {
+    use serde_json::{Value, json};
+
+    /// `message_start` with the input token count.
+    pub fn start(input_tokens: u64) -> Value {
+        json!({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": [], "usage": {"input_tokens": input_tokens, "output_tokens": 1}}})
+    }
+    /// A text block starting at `index`.
+    pub fn text_block(index: u64) -> Value {
+        json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+    }
+    /// A text fragment.
+    pub fn text(index: u64, t: &str) -> Value {
+        json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": t}})
+    }
+    /// A tool_use block starting at `index`.
+    pub fn tool_block(index: u64, id: &str, name: &str) -> Value {
+        json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})
+    }
+    /// A fragment of a tool's input JSON.
+    pub fn input(index: u64, partial: &str) -> Value {
+        json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": partial}})
+    }
+    /// A block's end.
+    pub fn stop_block(index: u64) -> Value {
+        json!({"type": "content_block_stop", "index": index})
+    }
+    /// The stop reason and output tokens.
+    pub fn delta(stop_reason: &str, output_tokens: u64) -> Value {
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": output_tokens}})
+    }
+    /// The end.
+    pub fn stop() -> Value {
+        json!({"type": "message_stop"})
+    }
+    /// A keep-alive.
+    pub fn ping() -> Value {
+        json!({"type": "ping"})
+    }
+    /// A whole message.
+    pub fn message(text: &str, calls: &[(&str, &str, Value)]) -> Value {
+        let mut content = vec![json!({"type": "text", "text": text})];
+        content.extend(calls.iter().map(
+            |(id, name, input)| json!({"type": "tool_use", "id": id, "name": name, "input": input}),
+        ));
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content, "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" }, "usage": {"input_tokens": 11, "output_tokens": 7}})
+    }
+}
+
+/// Gemini response chunks.
+pub mod gemini {
+    use serde_json::{Value, json};
+
+    /// A chunk with these parts; `finish` adds a finish reason and usage.
+    pub fn chunk(parts: Vec<Value>, finish: Option<&str>) -> Value {
+        let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+        let mut v = json!({"candidates": [candidate.clone()]});
+        if let Some(reason) = finish {
+            candidate["finishReason"] = json!(reason);
+            v = json!({"candidates": [candidate], "usageMetadata": {"promptTokenCount": 21, "candidatesTokenCount": 9}});
+        }
+        v
+    }
+    /// A text part.
+    pub fn text(t: &str) -> Value {
+        json!({"text": t})
+    }
+    /// A function call part.
+    pub fn call(name: &str, args: Value) -> Value {
+        json!({"functionCall": {"name": name, "args": args}})
     }
 }

@@ -28,12 +28,12 @@ fn request() -> ModelRequest {
 fn client(mock: &MockLlm, stream: bool) -> OpenAiClient {
     let mut c = OpenAiClient::new(&mock.url(), Some("sk-test-key".into())).unwrap();
     c.stream = stream;
-    c.retry = RetryPolicy {
+    c.transport.retry = RetryPolicy {
         max_tries: 3,
         base_delay: Duration::from_millis(20),
         max_delay: Duration::from_secs(5),
     };
-    c.idle_timeout = Duration::from_millis(500);
+    c.transport.idle_timeout = Duration::from_millis(500);
     c
 }
 
@@ -320,7 +320,7 @@ async fn an_error_inside_a_200_stream_and_garbage_are_reported() {
 #[tokio::test]
 async fn an_unreachable_server_is_retried_then_named() {
     let mut c = OpenAiClient::new("http://127.0.0.1:9/v1", None).unwrap();
-    c.retry = RetryPolicy {
+    c.transport.retry = RetryPolicy {
         max_tries: 2,
         base_delay: Duration::from_millis(10),
         max_delay: Duration::from_millis(50),

@@ -1,9 +1,13 @@
 //! Model providers: adapters from the one internal model ([`model`]) to each wire format, with
 //! retries ([`retry`]) and streaming over a real SSE parser (`eventsource-stream`).
 //!
-//! Built so far: OpenAI-compatible chat completions ([`openai`]), which also covers OpenRouter,
-//! vLLM, Ollama and llama.cpp. Anthropic Messages and Gemini are to come, behind the same API.
+//! Adapters: OpenAI-compatible chat completions ([`openai`]: OpenAI, OpenRouter, vLLM, Ollama,
+//! llama.cpp), Anthropic Messages ([`anthropic`]) and Gemini ([`gemini`]). What they share —
+//! sending, retrying, error statuses, the SSE loop with its idle timeout — is [`http`].
 
+pub mod anthropic;
+pub mod gemini;
+pub mod http;
 pub mod model;
 pub mod openai;
 pub mod retry;

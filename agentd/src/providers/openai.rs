@@ -5,58 +5,38 @@
 //! `finish_reason: "stop"` although tool calls arrived, comment and keep-alive lines, an error
 //! object inside a 200 stream, `[DONE]`, and a final usage-only chunk.
 
+use super::http::{Call, StreamReader, Transport, arguments_text as arguments, event_json};
 use super::model::{Message, ModelRequest, ModelResponse, Role};
-use super::retry::{RetryPolicy, jitter, server_delay};
 use super::{CallFailed, ProviderError};
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use protocol::event::ToolCall;
 use protocol::ids::ToolCallId;
 use protocol::session::TokenUsage;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
 
 const PROVIDER: &str = "openai";
 
 /// A client for one OpenAI-compatible endpoint.
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
-    /// The HTTP client (connection pool).
-    http: reqwest::Client,
+    /// Sending, retrying, streaming.
+    pub transport: Transport,
     /// The API root, e.g. `https://api.openai.com/v1`.
     base_url: String,
     /// Sent as `Authorization: Bearer …` when set, and nowhere else.
     api_key: Option<String>,
     /// Whether to stream.
     pub stream: bool,
-    /// Retries.
-    pub retry: RetryPolicy,
-    /// Longest silence inside a stream.
-    pub idle_timeout: Duration,
-    /// Longest wait for the response to start.
-    pub request_timeout: Duration,
 }
 
 impl OpenAiClient {
     /// A client for `base_url`.
     pub fn new(base_url: &str, api_key: Option<String>) -> Result<Self, ProviderError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| ProviderError::Connect {
-                provider: PROVIDER,
-                url: base_url.into(),
-                message: e.to_string(),
-            })?;
         Ok(Self {
-            http,
+            transport: Transport::new(PROVIDER)?,
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key: api_key.filter(|k| !k.is_empty()),
             stream: true,
-            retry: RetryPolicy::default(),
-            idle_timeout: Duration::from_secs(120),
-            request_timeout: Duration::from_secs(300),
         })
     }
 
@@ -67,125 +47,20 @@ impl OpenAiClient {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, CallFailed> {
         let body = request_body(req, self.stream);
-        let mut tries = 1;
-        loop {
-            match self.try_once(&body, on_text).await {
-                Ok(response) => return Ok(response),
-                Err(error) if error.is_retryable() && tries < self.retry.max_tries => {
-                    tries += 1;
-                    let wait = self.retry.delay(tries, error.server_delay(), jitter());
-                    tracing::warn!(%error, ?wait, tries, "model call failed; retrying");
-                    tokio::time::sleep(wait).await;
-                }
-                Err(error) => return Err(CallFailed { error, tries }),
-            }
-        }
-    }
-
-    async fn try_once(
-        &self,
-        body: &Value,
-        on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<ModelResponse, ProviderError> {
-        let url = format!("{}/chat/completions", self.base_url);
-        let mut request = self.http.post(&url).json(body);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
-        let response = match tokio::time::timeout(self.request_timeout, request.send()).await {
-            Err(_) => {
-                return Err(ProviderError::Timeout {
-                    provider: PROVIDER,
-                    what: "request",
-                    after: self.request_timeout,
-                });
-            }
-            Ok(Err(e)) => {
-                return Err(ProviderError::Connect {
-                    provider: PROVIDER,
-                    url,
-                    message: e.to_string(),
-                });
-            }
-            Ok(Ok(r)) => r,
+        let call = Call {
+            url: format!("{}/chat/completions", self.base_url),
+            headers: self
+                .api_key
+                .iter()
+                .map(|k| ("authorization", format!("Bearer {k}")))
+                .collect(),
+            body: &body,
+            parse: parse_completion,
+            stream: self
+                .stream
+                .then_some(|| Box::new(StreamAccumulator::default()) as Box<dyn StreamReader>),
         };
-        let status = response.status().as_u16();
-        if !response.status().is_success() {
-            let header = |name: &str| {
-                response
-                    .headers()
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let retry_after = server_delay(
-                header("retry-after-ms").as_deref(),
-                header("retry-after").as_deref(),
-                SystemTime::now(),
-            );
-            let text = response.text().await.unwrap_or_default();
-            return Err(ProviderError::Status {
-                provider: PROVIDER,
-                status,
-                message: error_message(&text),
-                retry_after,
-            });
-        }
-        if self.stream {
-            self.read_stream(response, on_text).await
-        } else {
-            let text = response.text().await.map_err(|e| ProviderError::Connect {
-                provider: PROVIDER,
-                url,
-                message: e.to_string(),
-            })?;
-            let value: Value = serde_json::from_str(&text)
-                .map_err(|e| malformed(format!("{e}; body starts {:?}", head(&text))))?;
-            let response = parse_completion(&value)?;
-            if !response.text.is_empty() {
-                on_text(&response.text);
-            }
-            Ok(response)
-        }
-    }
-
-    async fn read_stream(
-        &self,
-        response: reqwest::Response,
-        on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<ModelResponse, ProviderError> {
-        let mut events = response.bytes_stream().eventsource();
-        let mut acc = StreamAccumulator::default();
-        loop {
-            let next = match tokio::time::timeout(self.idle_timeout, events.next()).await {
-                Err(_) => {
-                    return Err(ProviderError::Timeout {
-                        provider: PROVIDER,
-                        what: "idle stream",
-                        after: self.idle_timeout,
-                    });
-                }
-                Ok(next) => next,
-            };
-            match next {
-                None => break,
-                Some(Err(eventsource_stream::EventStreamError::Transport(_))) => {
-                    return Err(ProviderError::StreamCut { provider: PROVIDER });
-                }
-                Some(Err(e)) => return Err(malformed(format!("not an event stream: {e}"))),
-                Some(Ok(event)) => {
-                    if acc.feed(&event.data, on_text)? {
-                        return Ok(acc.finish());
-                    }
-                }
-            }
-        }
-        // Some servers end without `[DONE]` after a finish reason; without one, it was cut.
-        if acc.finish_reason.is_some() {
-            Ok(acc.finish())
-        } else {
-            Err(ProviderError::StreamCut { provider: PROVIDER })
-        }
+        self.transport.run(&call, on_text).await
     }
 }
 
@@ -194,22 +69,6 @@ fn malformed(message: String) -> ProviderError {
         provider: PROVIDER,
         message,
     }
-}
-
-fn head(text: &str) -> String {
-    text.chars().take(200).collect()
-}
-
-/// The message of an error body (`{"error": {"message": …}}`), or the body's start.
-fn error_message(body: &str) -> String {
-    serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/error/message")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| head(body.trim()))
 }
 
 /// The chat-completions request body.
@@ -272,14 +131,6 @@ fn usage_of(v: &Value) -> TokenUsage {
 fn call_id(id: Option<&str>, index: u64) -> ToolCallId {
     id.and_then(|id| ToolCallId::new(id).ok())
         .unwrap_or_else(|| ToolCallId::generated(index))
-}
-
-fn arguments(text: &str) -> String {
-    if text.trim().is_empty() {
-        "{}".to_owned()
-    } else {
-        text.to_owned()
-    }
 }
 
 /// A whole (non-streamed) completion.
@@ -350,9 +201,28 @@ pub struct StreamAccumulator {
     finish_reason: Option<String>,
 }
 
+impl StreamReader for StreamAccumulator {
+    fn feed(
+        &mut self,
+        event: &eventsource_stream::Event,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<bool, ProviderError> {
+        self.feed_data(&event.data, on_text)
+    }
+
+    fn finish(self: Box<Self>, complete: bool) -> Result<ModelResponse, ProviderError> {
+        // Some servers end without `[DONE]` after a finish reason; without one, it was cut.
+        if complete || self.finish_reason.is_some() {
+            Ok(self.into_response())
+        } else {
+            Err(ProviderError::StreamCut { provider: PROVIDER })
+        }
+    }
+}
+
 impl StreamAccumulator {
     /// Takes one event's data; returns true at `[DONE]`.
-    pub fn feed(
+    pub fn feed_data(
         &mut self,
         data: &str,
         on_text: &mut (dyn FnMut(&str) + Send),
@@ -364,8 +234,7 @@ impl StreamAccumulator {
         if data.is_empty() {
             return Ok(false);
         }
-        let v: Value = serde_json::from_str(data)
-            .map_err(|e| malformed(format!("{e} in stream chunk {:?}", head(data))))?;
+        let v: Value = event_json(PROVIDER, data)?;
         if let Some(error) = v.get("error").filter(|e| !e.is_null()) {
             let message = error
                 .get("message")
@@ -436,7 +305,7 @@ impl StreamAccumulator {
     }
 
     /// The completed response; tool calls in index order.
-    pub fn finish(self) -> ModelResponse {
+    pub fn into_response(self) -> ModelResponse {
         let tool_calls = self
             .calls
             .into_iter()

@@ -1,0 +1,250 @@
+//! Gemini `generateContent` / `streamGenerateContent`: `functionCall` parts (several per turn,
+//! arriving whole), `functionResponse` parts whose `response` must be an object, and no call ids
+//! (they are made up from the call's position, and results are matched back by name).
+
+use super::http::{Call, StreamReader, Transport, event_json};
+use super::model::{Message, ModelRequest, ModelResponse, Role};
+use super::{CallFailed, ProviderError};
+use protocol::event::ToolCall;
+use protocol::ids::ToolCallId;
+use protocol::session::TokenUsage;
+use serde_json::{Value, json};
+
+const PROVIDER: &str = "gemini";
+
+/// A client for the Gemini API.
+#[derive(Debug, Clone)]
+pub struct GeminiClient {
+    /// Sending, retrying, streaming.
+    pub transport: Transport,
+    /// The API root, e.g. `https://generativelanguage.googleapis.com/v1beta`.
+    base_url: String,
+    /// Sent as `x-goog-api-key`, and nowhere else.
+    api_key: Option<String>,
+    /// Whether to stream.
+    pub stream: bool,
+}
+
+impl GeminiClient {
+    /// A client for `base_url`.
+    pub fn new(base_url: &str, api_key: Option<String>) -> Result<Self, ProviderError> {
+        Ok(Self {
+            transport: Transport::new(PROVIDER)?,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key: api_key.filter(|k| !k.is_empty()),
+            stream: true,
+        })
+    }
+
+    /// One model call, retried as the policy says.
+    pub async fn complete(
+        &self,
+        req: &ModelRequest,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelResponse, CallFailed> {
+        let body = request_body(req);
+        let url = if self.stream {
+            format!(
+                "{}/models/{}:streamGenerateContent?alt=sse",
+                self.base_url, req.model
+            )
+        } else {
+            format!("{}/models/{}:generateContent", self.base_url, req.model)
+        };
+        let call = Call {
+            url,
+            headers: self
+                .api_key
+                .iter()
+                .map(|k| ("x-goog-api-key", k.clone()))
+                .collect(),
+            body: &body,
+            parse: parse_response,
+            stream: self
+                .stream
+                .then_some(|| Box::new(ResponseStream::default()) as Box<dyn StreamReader>),
+        };
+        self.transport.run(&call, on_text).await
+    }
+}
+
+/// The request body: `contents` with `user` / `model` roles, `systemInstruction`, and
+/// `functionDeclarations`.
+pub fn request_body(req: &ModelRequest) -> Value {
+    let mut contents: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in req.messages.iter().filter(|m| m.role != Role::System) {
+        let (role, parts) = parts_of(m);
+        match contents.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(parts),
+            _ => contents.push((role, parts)),
+        }
+    }
+    let contents: Vec<Value> = contents
+        .into_iter()
+        .map(|(role, parts)| json!({"role": role, "parts": parts}))
+        .collect();
+    let mut body = json!({ "contents": contents });
+    let system: Vec<Value> = req
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| json!({"text": m.content}))
+        .collect();
+    if !system.is_empty() {
+        body["systemInstruction"] = json!({ "parts": system });
+    }
+    if !req.tools.is_empty() {
+        let decls: Vec<Value> = req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters})).collect();
+        body["tools"] = json!([{ "functionDeclarations": decls }]);
+    }
+    if let Some(max) = req.max_tokens {
+        body["generationConfig"] = json!({ "maxOutputTokens": max });
+    }
+    body
+}
+
+fn parts_of(m: &Message) -> (&'static str, Vec<Value>) {
+    match m.role {
+        Role::Tool => {
+            let name = m
+                .tool_result_for
+                .as_ref()
+                .map(|(_, name)| name.as_str())
+                .unwrap_or_default();
+            // `response` must be an object: a JSON object result is passed as it is, text is wrapped.
+            let response = serde_json::from_str::<Value>(&m.content)
+                .ok()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({"content": m.content}));
+            (
+                "user",
+                vec![json!({"functionResponse": {"name": name, "response": response}})],
+            )
+        }
+        Role::Assistant => {
+            let mut parts = Vec::new();
+            if !m.content.is_empty() {
+                parts.push(json!({"text": m.content}));
+            }
+            for c in &m.tool_calls {
+                let args = serde_json::from_str::<Value>(&c.arguments)
+                    .ok()
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| json!({}));
+                parts.push(json!({"functionCall": {"name": c.name, "args": args}}));
+            }
+            ("model", parts)
+        }
+        Role::User | Role::System => ("user", vec![json!({"text": m.content})]),
+    }
+}
+
+/// Appends one response chunk's text and calls; true if it carried a finish reason.
+fn absorb(
+    v: &Value,
+    r: &mut ModelResponse,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> Result<bool, ProviderError> {
+    if let Some(message) = v.pointer("/error/message").and_then(Value::as_str) {
+        return Err(ProviderError::InStream {
+            provider: PROVIDER,
+            message: message.to_owned(),
+        });
+    }
+    if let Some(meta) = v.get("usageMetadata") {
+        r.usage = TokenUsage {
+            input_tokens: meta
+                .get("promptTokenCount")
+                .and_then(Value::as_u64)
+                .unwrap_or(r.usage.input_tokens),
+            output_tokens: meta
+                .get("candidatesTokenCount")
+                .and_then(Value::as_u64)
+                .unwrap_or(r.usage.output_tokens),
+        };
+    }
+    let Some(candidate) = v.pointer("/candidates/0") else {
+        return Ok(false);
+    };
+    for part in candidate
+        .pointer("/content/parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(text) = part.get("text").and_then(Value::as_str) {
+            r.text.push_str(text);
+            on_text(text);
+        }
+        if let Some(call) = part.get("functionCall") {
+            let index = r.tool_calls.len() as u64;
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|id| ToolCallId::new(id).ok())
+                .unwrap_or_else(|| ToolCallId::generated(index));
+            r.tool_calls.push(ToolCall {
+                id,
+                name: call
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                arguments: call
+                    .get("args")
+                    .map_or_else(|| "{}".to_owned(), Value::to_string),
+            });
+        }
+    }
+    match candidate.get("finishReason").and_then(Value::as_str) {
+        Some(reason) => {
+            r.finish_reason = Some(reason.to_owned());
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// A whole (non-streamed) response.
+pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
+    if v.get("candidates").is_none() && v.get("error").is_none() {
+        return Err(ProviderError::Malformed {
+            provider: PROVIDER,
+            message: "the response has no candidates".into(),
+        });
+    }
+    let mut r = ModelResponse::default();
+    absorb(v, &mut r, &mut |_| {})?;
+    Ok(r)
+}
+
+/// Assembles a streamed response: each event is a partial `GenerateContentResponse`.
+#[derive(Debug, Default)]
+pub struct ResponseStream {
+    response: ModelResponse,
+    finished: bool,
+}
+
+impl StreamReader for ResponseStream {
+    fn feed(
+        &mut self,
+        event: &eventsource_stream::Event,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<bool, ProviderError> {
+        if event.data.trim().is_empty() {
+            return Ok(false);
+        }
+        let v = event_json(PROVIDER, &event.data)?;
+        // The stream simply ends after the chunk with the finish reason (which may also carry usage).
+        self.finished |= absorb(&v, &mut self.response, on_text)?;
+        Ok(false)
+    }
+
+    fn finish(self: Box<Self>, _complete: bool) -> Result<ModelResponse, ProviderError> {
+        if self.finished {
+            Ok(self.response)
+        } else {
+            Err(ProviderError::StreamCut { provider: PROVIDER })
+        }
+    }
+}
