@@ -7,4 +7,5 @@
 
 pub mod cli;
 pub mod providers;
+pub mod settings;
 pub mod worker;

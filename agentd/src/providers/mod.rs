@@ -12,7 +12,49 @@ pub mod model;
 pub mod openai;
 pub mod retry;
 
+use crate::settings::{ProviderKind, ProviderSettings};
+use model::{ModelRequest, ModelResponse};
 use std::time::Duration;
+
+/// A configured provider of any kind.
+#[derive(Debug, Clone)]
+pub enum Provider {
+    /// OpenAI-compatible.
+    OpenAi(openai::OpenAiClient),
+    /// Anthropic.
+    Anthropic(anthropic::AnthropicClient),
+    /// Gemini.
+    Gemini(gemini::GeminiClient),
+}
+
+impl Provider {
+    /// The client the settings describe.
+    pub fn from_settings(s: &ProviderSettings) -> Result<Self, ProviderError> {
+        Ok(match s.kind {
+            ProviderKind::OpenAi => Provider::OpenAi(openai::OpenAiClient::new(&s.base_url, s.api_key.clone())?),
+            ProviderKind::Anthropic => Provider::Anthropic(anthropic::AnthropicClient::new(&s.base_url, s.api_key.clone())?),
+            ProviderKind::Gemini => Provider::Gemini(gemini::GeminiClient::new(&s.base_url, s.api_key.clone())?),
+        })
+    }
+
+    /// One model call.
+    pub async fn complete(&self, req: &ModelRequest, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<ModelResponse, CallFailed> {
+        match self {
+            Provider::OpenAi(c) => c.complete(req, on_text).await,
+            Provider::Anthropic(c) => c.complete(req, on_text).await,
+            Provider::Gemini(c) => c.complete(req, on_text).await,
+        }
+    }
+
+    /// The transport settings (retries, timeouts), to adjust.
+    pub fn transport_mut(&mut self) -> &mut http::Transport {
+        match self {
+            Provider::OpenAi(c) => &mut c.transport,
+            Provider::Anthropic(c) => &mut c.transport,
+            Provider::Gemini(c) => &mut c.transport,
+        }
+    }
+}
 
 /// Why a model call failed (one try).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
