@@ -5,6 +5,7 @@
 //! [`providers`] (model providers: the internal model, retries, OpenAI-compatible streaming) ·
 //! [`worker`] (spawning tool-workers, their cgroups and environment).
 
+pub mod agent;
 pub mod cli;
 pub mod providers;
 pub mod settings;

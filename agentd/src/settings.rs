@@ -67,7 +67,9 @@ impl std::fmt::Debug for ProviderSettings {
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     /// A required value is missing.
-    #[error("no {name} is set: put `{name}=…` in {env_file} or set the {name} environment variable{hint}")]
+    #[error(
+        "no {name} is set: put `{name}=…` in {env_file} or set the {name} environment variable{hint}"
+    )]
     Missing {
         /// Which.
         name: &'static str,
@@ -123,7 +125,11 @@ pub fn parse_env_file(text: &str, path: &str) -> Result<HashMap<String, String>,
         }
         let line = line.strip_prefix("export ").unwrap_or(line);
         let Some((key, value)) = line.split_once('=') else {
-            return Err(SettingsError::Syntax { path: path.into(), line: n + 1, text: raw.into() });
+            return Err(SettingsError::Syntax {
+                path: path.into(),
+                line: n + 1,
+                text: raw.into(),
+            });
         };
         let value = value.trim();
         let value = value
@@ -148,7 +154,10 @@ pub struct Overrides {
 }
 
 /// Resolves the settings from `env_file` (if it exists), the process environment and `overrides`.
-pub fn resolve(env_file: Option<&Path>, overrides: &Overrides) -> Result<ProviderSettings, SettingsError> {
+pub fn resolve(
+    env_file: Option<&Path>,
+    overrides: &Overrides,
+) -> Result<ProviderSettings, SettingsError> {
     resolve_with(env_file, overrides, |name| std::env::var(name).ok())
 }
 
@@ -161,7 +170,10 @@ pub fn resolve_with(
     let env_name = env_file.map_or_else(|| "~/.agents/env".to_owned(), |p| p.display().to_string());
     let file = match env_file {
         Some(path) if path.is_file() => {
-            let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read { path: env_name.clone(), source })?;
+            let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
+                path: env_name.clone(),
+                source,
+            })?;
             parse_env_file(&text, &env_name)?
         }
         _ => HashMap::new(),
@@ -170,13 +182,27 @@ pub fn resolve_with(
         environment(name)
             .filter(|v| !v.is_empty())
             .map(|v| (v, format!("the {name} environment variable")))
-            .or_else(|| file.get(name).filter(|v| !v.is_empty()).map(|v| (v.clone(), env_name.clone())))
+            .or_else(|| {
+                file.get(name)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (v.clone(), env_name.clone()))
+            })
     };
-    let (kind, kind_source) = match overrides.provider.clone().map(|p| (p, "--provider".to_owned())).or_else(|| lookup("PROVIDER")) {
+    let (kind, kind_source) = match overrides
+        .provider
+        .clone()
+        .map(|p| (p, "--provider".to_owned()))
+        .or_else(|| lookup("PROVIDER"))
+    {
         Some((value, source_name)) => match ProviderKind::parse(&value) {
             Some(kind) => (kind, source_name),
             None => {
-                return Err(SettingsError::Invalid { name: "PROVIDER", value, source_name, why: "use openai, anthropic or gemini" });
+                return Err(SettingsError::Invalid {
+                    name: "PROVIDER",
+                    value,
+                    source_name,
+                    why: "use openai, anthropic or gemini",
+                });
             }
         },
         None => (ProviderKind::OpenAi, "the default".to_owned()),
@@ -188,18 +214,36 @@ pub fn resolve_with(
         .or_else(|| lookup("BASE_URL").map(|(v, _)| v))
         .unwrap_or_else(|| kind.default_base_url().to_owned());
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(SettingsError::Invalid { name: "BASE_URL", value: base_url, source_name: env_name, why: "it must start with http:// or https://" });
+        return Err(SettingsError::Invalid {
+            name: "BASE_URL",
+            value: base_url,
+            source_name: env_name,
+            why: "it must start with http:// or https://",
+        });
     }
     let api_key = lookup("API_KEY").map(|(v, _)| v);
     if api_key.is_none() && base_url == kind.default_base_url() {
-        return Err(SettingsError::Missing { name: "API_KEY", env_file: env_name, hint: " (a local server set with BASE_URL may need none)" });
+        return Err(SettingsError::Missing {
+            name: "API_KEY",
+            env_file: env_name,
+            hint: " (a local server set with BASE_URL may need none)",
+        });
     }
-    let model = overrides.model.clone().or_else(|| lookup("MODEL").map(|(v, _)| v)).ok_or(SettingsError::Missing {
-        name: "MODEL",
-        env_file: env_name.clone(),
-        hint: ", e.g. MODEL=gpt-4.1",
-    })?;
-    Ok(ProviderSettings { kind, base_url, api_key, model })
+    let model = overrides
+        .model
+        .clone()
+        .or_else(|| lookup("MODEL").map(|(v, _)| v))
+        .ok_or(SettingsError::Missing {
+            name: "MODEL",
+            env_file: env_name.clone(),
+            hint: ", e.g. MODEL=gpt-4.1",
+        })?;
+    Ok(ProviderSettings {
+        kind,
+        base_url,
+        api_key,
+        model,
+    })
 }
 
 #[cfg(test)]
@@ -214,7 +258,10 @@ mod tests {
         assert_eq!(m["MODEL"], "gpt-4.1");
         assert_eq!(m["BASE_URL"], "http://localhost:11434/v1");
         let err = parse_env_file("MODEL=x\njust words\n", "/home/u/.agents/env").unwrap_err();
-        assert_eq!(err.to_string(), "/home/u/.agents/env:2: expected KEY=VALUE, got \"just words\"");
+        assert_eq!(
+            err.to_string(),
+            "/home/u/.agents/env:2: expected KEY=VALUE, got \"just words\""
+        );
     }
 
     #[test]
@@ -222,22 +269,50 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("agentd-settings-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("env");
-        std::fs::write(&file, "PROVIDER=anthropic\nBASE_URL=http://127.0.0.1:1\nMODEL=claude-x\n").unwrap();
+        std::fs::write(
+            &file,
+            "PROVIDER=anthropic\nBASE_URL=http://127.0.0.1:1\nMODEL=claude-x\n",
+        )
+        .unwrap();
         let none = |_: &str| None;
-        let s = resolve_with(Some(&file), &Overrides { model: Some("flag-model".into()), ..Overrides::default() }, none).unwrap();
+        let s = resolve_with(
+            Some(&file),
+            &Overrides {
+                model: Some("flag-model".into()),
+                ..Overrides::default()
+            },
+            none,
+        )
+        .unwrap();
         assert_eq!(s.kind, ProviderKind::Anthropic);
         assert_eq!(s.model, "flag-model");
         assert!(s.api_key.is_none());
         assert!(!format!("{s:?}").contains("sk-"));
         std::fs::write(&file, "PROVIDER=mistral\n").unwrap();
-        let err = resolve_with(Some(&file), &Overrides::default(), none).unwrap_err().to_string();
-        assert!(err.contains("PROVIDER=\"mistral\"") && err.contains("openai, anthropic or gemini"), "{err}");
+        let err = resolve_with(Some(&file), &Overrides::default(), none)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("PROVIDER=\"mistral\"") && err.contains("openai, anthropic or gemini"),
+            "{err}"
+        );
         std::fs::write(&file, "BASE_URL=http://127.0.0.1:1\n").unwrap();
-        let err = resolve_with(Some(&file), &Overrides::default(), none).unwrap_err().to_string();
-        assert!(err.starts_with("no MODEL is set: put `MODEL=…` in "), "{err}");
+        let err = resolve_with(Some(&file), &Overrides::default(), none)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("no MODEL is set: put `MODEL=…` in "),
+            "{err}"
+        );
         let env = |name: &str| (name == "MODEL").then(|| "from-env".to_owned());
         std::fs::write(&file, "BASE_URL=http://127.0.0.1:1\nMODEL=from-file\n").unwrap();
-        assert_eq!(resolve_with(Some(&file), &Overrides::default(), env).unwrap().model, "from-env", "the environment wins over the file");
+        assert_eq!(
+            resolve_with(Some(&file), &Overrides::default(), env)
+                .unwrap()
+                .model,
+            "from-env",
+            "the environment wins over the file"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 }

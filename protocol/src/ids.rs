@@ -75,6 +75,12 @@ impl SessionId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A new id from a time and a process id, `s-<unix ms>-<pid>`: always valid (ASCII digits,
+    /// letters and '-', under 64 characters).
+    pub fn generate(unix_ms: u128, pid: u32) -> Self {
+        Self(format!("s-{unix_ms}-{pid}"))
+    }
 }
 
 impl TryFrom<String> for SessionId {

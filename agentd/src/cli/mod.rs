@@ -2,4 +2,5 @@
 //! the binary stays a thin shell over them.
 
 pub mod policy_check;
+pub mod run;
 pub mod sandbox;

@@ -31,14 +31,25 @@ impl Provider {
     /// The client the settings describe.
     pub fn from_settings(s: &ProviderSettings) -> Result<Self, ProviderError> {
         Ok(match s.kind {
-            ProviderKind::OpenAi => Provider::OpenAi(openai::OpenAiClient::new(&s.base_url, s.api_key.clone())?),
-            ProviderKind::Anthropic => Provider::Anthropic(anthropic::AnthropicClient::new(&s.base_url, s.api_key.clone())?),
-            ProviderKind::Gemini => Provider::Gemini(gemini::GeminiClient::new(&s.base_url, s.api_key.clone())?),
+            ProviderKind::OpenAi => {
+                Provider::OpenAi(openai::OpenAiClient::new(&s.base_url, s.api_key.clone())?)
+            }
+            ProviderKind::Anthropic => Provider::Anthropic(anthropic::AnthropicClient::new(
+                &s.base_url,
+                s.api_key.clone(),
+            )?),
+            ProviderKind::Gemini => {
+                Provider::Gemini(gemini::GeminiClient::new(&s.base_url, s.api_key.clone())?)
+            }
         })
     }
 
     /// One model call.
-    pub async fn complete(&self, req: &ModelRequest, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<ModelResponse, CallFailed> {
+    pub async fn complete(
+        &self,
+        req: &ModelRequest,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelResponse, CallFailed> {
         match self {
             Provider::OpenAi(c) => c.complete(req, on_text).await,
             Provider::Anthropic(c) => c.complete(req, on_text).await,

@@ -32,6 +32,9 @@ pub fn tool_env(home: Option<&Path>, tmp_dir: &Path, extra: &[String]) -> Vec<En
         var("NO_COLOR", "1".into()),
         var("PAGER", "cat".into()),
         var("GIT_PAGER", "cat".into()),
+        // An agent edits and re-runs within a second; Python's bytecode cache, keyed on mtime in
+        // whole seconds and size, would then run the old code after a same-size edit.
+        var("PYTHONDONTWRITEBYTECODE", "1".into()),
     ];
     for name in extra {
         if let Ok(value) = std::env::var(name)

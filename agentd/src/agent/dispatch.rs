@@ -1,0 +1,197 @@
+//! Dispatching one tool call: arguments → policy → approval → a fresh worker. Every failure is a
+//! result the model reads; nothing here ends the session.
+
+use super::tools;
+use crate::worker::run_tool;
+use policy::{Action, Context, Policy};
+use protocol::event::{
+    Event, ToolCall, ToolCallFinished, ToolCallStarted, ToolOutputDelta, ToolStatus,
+};
+use protocol::verdict::{ApprovalMode, Verdict};
+use protocol::worker::SandboxSpec;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Where events go.
+pub type Emit = Arc<dyn Fn(Event) + Send + Sync>;
+
+/// How a call ended, as the model will read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// How it ended.
+    pub status: ToolStatus,
+    /// What the model receives.
+    pub content: String,
+    /// The command's exit code, for bash.
+    pub exit_code: Option<i32>,
+    /// Whether output was cut.
+    pub truncated: bool,
+}
+
+/// Everything needed to dispatch calls of one session.
+#[derive(Debug)]
+pub struct Dispatcher {
+    /// The policy.
+    pub policy: Arc<Policy>,
+    /// The approval mode.
+    pub mode: ApprovalMode,
+    /// The tool-worker binary.
+    pub worker: PathBuf,
+    /// The sandbox every call gets; `tmp_dir` is the session's, each call gets a directory in it.
+    pub sandbox: SandboxSpec,
+    /// The user's home, for `~` in policy rules.
+    pub home: Option<PathBuf>,
+    /// Calls dispatched so far, to name per-call temp dirs.
+    pub calls: AtomicU64,
+}
+
+impl Dispatcher {
+    /// Runs `call` through policy, approval and a worker; `deadline` caps the tool's time.
+    pub async fn dispatch(
+        &self,
+        call: &ToolCall,
+        deadline: Option<Instant>,
+        emit: &Emit,
+    ) -> Outcome {
+        let start = Instant::now();
+        let outcome = self.decide_and_run(call, deadline, emit).await;
+        emit(Event::ToolCallFinished(ToolCallFinished {
+            call_id: call.id.clone(),
+            status: outcome.status,
+            content: outcome.content.clone(),
+            exit_code: outcome.exit_code,
+            truncated: outcome.truncated,
+            duration_ms: start.elapsed().as_millis() as u64,
+        }));
+        outcome
+    }
+
+    async fn decide_and_run(
+        &self,
+        call: &ToolCall,
+        deadline: Option<Instant>,
+        emit: &Emit,
+    ) -> Outcome {
+        let refuse = |status, content: String| Outcome {
+            status,
+            content,
+            exit_code: None,
+            truncated: false,
+        };
+        let request = match tools::to_request(&call.name, &call.arguments) {
+            Ok(r) => r,
+            Err(message) => {
+                emit(started(call, Verdict::Deny, "the call is malformed"));
+                return refuse(ToolStatus::Error, message);
+            }
+        };
+        let ctx = Context {
+            workspace: &self.sandbox.workspace,
+            home: self.home.as_deref(),
+        };
+        let decision = match self.mode {
+            ApprovalMode::SkipPermissions => policy::Decision {
+                verdict: Verdict::Allow,
+                reason: "permissions skipped by --dangerously-skip-permissions".into(),
+            },
+            _ => self.policy.check_tool(&request, &ctx),
+        };
+        emit(started(call, decision.verdict, &decision.reason));
+        match policy::action(decision.verdict, self.mode) {
+            Action::Run => {}
+            Action::Refuse if decision.verdict == Verdict::Deny => {
+                return refuse(
+                    ToolStatus::Denied,
+                    format!(
+                        "Blocked by policy: {}. Do not retry this; find another way or ask the user.",
+                        decision.reason
+                    ),
+                );
+            }
+            Action::Refuse => {
+                return refuse(
+                    ToolStatus::Denied,
+                    format!(
+                        "Refused: this call needs approval ({}) and approval mode `never` refuses instead of asking.",
+                        decision.reason
+                    ),
+                );
+            }
+            Action::Ask => {
+                // No client to ask in this session: ask is treated as deny, and the model is told so.
+                return refuse(
+                    ToolStatus::Denied,
+                    format!(
+                        "Refused: this call needs approval ({}) but there is no one to ask in this session.",
+                        decision.reason
+                    ),
+                );
+            }
+        }
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.sandbox.tmp_dir.join(format!("call-{n}"));
+        if let Err(e) = std::fs::create_dir_all(&tmp) {
+            return refuse(
+                ToolStatus::Crashed,
+                format!(
+                    "The tool could not run: cannot create its temp dir {}: {e}",
+                    tmp.display()
+                ),
+            );
+        }
+        let mut spec = self.sandbox.clone();
+        spec.tmp_dir = tmp.clone();
+        for var in &mut spec.env {
+            if var.name == "TMPDIR" {
+                var.value = tmp.display().to_string();
+            }
+        }
+        if let Some(deadline) = deadline {
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1));
+            spec.limits.timeout_ms = spec.limits.timeout_ms.min(left.as_millis() as u64);
+        }
+        let id = call.id.clone();
+        let on_output = |text: &str| {
+            emit(Event::ToolOutputDelta(ToolOutputDelta {
+                call_id: id.clone(),
+                text: text.to_owned(),
+            }))
+        };
+        let result = run_tool(&self.worker, &spec, request, on_output).await;
+        let _ = std::fs::remove_dir_all(&tmp);
+        match result {
+            Ok(r) => {
+                let mut content = r.content;
+                if let Some(code) = r.exit_code.filter(|c| *c != 0 && !r.timed_out) {
+                    content.push_str(&format!("\n[exit code {code}]"));
+                }
+                let status = if r.timed_out {
+                    ToolStatus::TimedOut
+                } else if r.is_error {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Ok
+                };
+                Outcome {
+                    status,
+                    content,
+                    exit_code: r.exit_code,
+                    truncated: r.truncated,
+                }
+            }
+            Err(e) => refuse(ToolStatus::Crashed, format!("The tool could not run: {e}")),
+        }
+    }
+}
+
+fn started(call: &ToolCall, verdict: Verdict, reason: &str) -> Event {
+    Event::ToolCallStarted(ToolCallStarted {
+        call: call.clone(),
+        verdict,
+        reason: reason.to_owned(),
+    })
+}

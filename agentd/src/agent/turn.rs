@@ -1,0 +1,243 @@
+//! The loop of one turn: call the model, run the tools it asks for (concurrently, each in its own
+//! worker, results back in call order), feed the results back, until it stops asking — or a limit
+//! ends the turn with its reason.
+
+use super::dispatch::{Dispatcher, Emit};
+use super::tools;
+use crate::providers::Provider;
+use crate::providers::model::{Message, ModelRequest, Role};
+use futures_util::future::join_all;
+use protocol::event::ToolStatus;
+use protocol::event::{
+    AssistantMessage, AssistantTextDelta, Event, ToolCall, TurnFinished, TurnStarted, UserMessage,
+};
+use protocol::session::{FinishReason, TokenUsage};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Limits of a turn.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Model calls per turn.
+    pub max_steps: u32,
+    /// Wall-clock limit.
+    pub timeout: Option<Duration>,
+    /// Tokens (input + output, summed over the turn's calls).
+    pub token_budget: Option<u64>,
+    /// Tool calls run at once.
+    pub max_parallel: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_steps: 50,
+            timeout: None,
+            token_budget: None,
+            max_parallel: 8,
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    /// Why.
+    pub reason: FinishReason,
+    /// Tokens used.
+    pub usage: TokenUsage,
+    /// The limit or error, in words, when not done.
+    pub message: Option<String>,
+    /// The model's last text.
+    pub final_text: String,
+    /// Every tool call and how it ended.
+    pub tool_calls: Vec<(ToolCall, ToolStatus)>,
+}
+
+/// One agent session: its conversation and what it needs to go on.
+pub struct Agent {
+    /// The model.
+    pub provider: Provider,
+    /// The model's name.
+    pub model: String,
+    /// Tool dispatch.
+    pub dispatcher: Arc<Dispatcher>,
+    /// Limits of each turn.
+    pub limits: Limits,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Where events go.
+    pub emit: Emit,
+    /// Turns so far.
+    turns: u64,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.model)
+            .field("messages", &self.messages.len())
+            .finish()
+    }
+}
+
+/// The system prompt.
+pub fn system_prompt(workspace: &std::path::Path) -> String {
+    format!(
+        "You are a coding agent working in the repository at {}. Use the tools to read, run and edit; \
+         every tool runs in a sandbox that can only write inside the repository. Tool arguments are JSON \
+         objects. When the task is done, answer briefly without calling tools.",
+        workspace.display()
+    )
+}
+
+impl Agent {
+    /// A new session.
+    pub fn new(
+        provider: Provider,
+        model: String,
+        dispatcher: Arc<Dispatcher>,
+        limits: Limits,
+        emit: Emit,
+    ) -> Self {
+        let system = Message::text(Role::System, system_prompt(&dispatcher.sandbox.workspace));
+        Self {
+            provider,
+            model,
+            dispatcher,
+            limits,
+            messages: vec![system],
+            emit,
+            turns: 0,
+        }
+    }
+
+    /// Runs one turn for `user_text`.
+    pub async fn run_turn(&mut self, user_text: &str) -> TurnOutcome {
+        self.turns += 1;
+        let emit = self.emit.clone();
+        emit(Event::UserMessage(UserMessage {
+            text: user_text.to_owned(),
+        }));
+        emit(Event::TurnStarted(TurnStarted { turn: self.turns }));
+        self.messages.push(Message::text(Role::User, user_text));
+        let start = Instant::now();
+        let deadline = self.limits.timeout.map(|t| start + t);
+        let mut out = TurnOutcome {
+            reason: FinishReason::MaxSteps,
+            usage: TokenUsage::default(),
+            message: None,
+            final_text: String::new(),
+            tool_calls: vec![],
+        };
+        for _step in 0..self.limits.max_steps {
+            let request = ModelRequest {
+                model: self.model.clone(),
+                messages: self.messages.clone(),
+                tools: tools::specs().to_vec(),
+                max_tokens: None,
+            };
+            let e = emit.clone();
+            let mut on_text = move |t: &str| {
+                e(Event::AssistantTextDelta(AssistantTextDelta {
+                    text: t.to_owned(),
+                }))
+            };
+            let call = self.provider.complete(&request, &mut on_text);
+            let response = match deadline {
+                Some(d) => {
+                    match tokio::time::timeout(d.saturating_duration_since(Instant::now()), call)
+                        .await
+                    {
+                        Ok(r) => r,
+                        Err(_) => {
+                            return self.finish(
+                                out,
+                                FinishReason::Timeout,
+                                Some(format!(
+                                    "the turn ran past its {:?} limit",
+                                    self.limits.timeout.unwrap_or_default()
+                                )),
+                            );
+                        }
+                    }
+                }
+                None => call.await,
+            };
+            let response = match response {
+                Ok(r) => r,
+                Err(e) => return self.finish(out, FinishReason::Error, Some(e.to_string())),
+            };
+            out.usage.add(response.usage);
+            out.final_text = response.text.clone();
+            emit(Event::AssistantMessage(AssistantMessage {
+                text: response.text.clone(),
+                tool_calls: response.tool_calls.clone(),
+            }));
+            self.messages.push(Message {
+                role: Role::Assistant,
+                content: response.text.clone(),
+                tool_calls: response.tool_calls.clone(),
+                tool_result_for: None,
+            });
+            if response.tool_calls.is_empty() {
+                return self.finish(out, FinishReason::Done, None);
+            }
+            // Every call gets its result in the conversation, in call order, whatever happens.
+            let gate = Arc::new(Semaphore::new(self.limits.max_parallel.max(1)));
+            let runs = response.tool_calls.iter().map(|call| {
+                let (gate, dispatcher, emit) =
+                    (gate.clone(), self.dispatcher.clone(), emit.clone());
+                async move {
+                    let _permit = gate.acquire_owned().await;
+                    dispatcher.dispatch(call, deadline, &emit).await
+                }
+            });
+            let outcomes = join_all(runs).await;
+            for (call, outcome) in response.tool_calls.iter().zip(outcomes) {
+                self.messages
+                    .push(Message::tool_result(call, outcome.content));
+                out.tool_calls.push((call.clone(), outcome.status));
+            }
+            if let Some(budget) = self.limits.token_budget
+                && out.usage.total() >= budget
+            {
+                let message = format!("{} tokens used of a budget of {budget}", out.usage.total());
+                return self.finish(out, FinishReason::TokenBudget, Some(message));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return self.finish(
+                    out,
+                    FinishReason::Timeout,
+                    Some(format!(
+                        "the turn ran past its {:?} limit",
+                        self.limits.timeout.unwrap_or_default()
+                    )),
+                );
+            }
+        }
+        let steps = self.limits.max_steps;
+        self.finish(
+            out,
+            FinishReason::MaxSteps,
+            Some(format!("stopped after {steps} steps")),
+        )
+    }
+
+    fn finish(
+        &self,
+        mut out: TurnOutcome,
+        reason: FinishReason,
+        message: Option<String>,
+    ) -> TurnOutcome {
+        out.reason = reason;
+        out.message = message.clone();
+        (self.emit)(Event::TurnFinished(TurnFinished {
+            reason,
+            usage: out.usage,
+            message,
+        }));
+        out
+    }
+}

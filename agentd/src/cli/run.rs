@@ -1,0 +1,225 @@
+//! `agent run`: one task, headless, with an in-process supervisor (no daemon needed).
+
+use crate::agent::dispatch::{Dispatcher, Emit};
+use crate::agent::turn::{Agent, Limits};
+use crate::providers::Provider;
+use crate::settings::{self, Overrides};
+use crate::worker;
+use anyhow::{Context as _, Result};
+use protocol::event::{Event, EventEnvelope};
+use protocol::ids::{Seq, SessionId};
+use protocol::session::FinishReason;
+use protocol::verdict::ApprovalMode;
+use protocol::worker::{ResourceLimits, SandboxProfile, SandboxSpec};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Arguments of `agent run`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit status: 0 when the model finished; 1 for any other end (max steps, timeout, token budget, error); 2 for usage or configuration errors.\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env."
+)]
+pub struct RunArgs {
+    /// The task.
+    #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
+    pub prompt: String,
+    /// The repository to work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// How to print: the final answer (text), one final JSON object (json), or every event as a JSON line (stream-json).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json", "stream-json"])]
+    pub output_format: String,
+    /// When to ask a human: on-risk (ask verdicts), always, never (ask becomes deny).
+    #[arg(long, value_name = "MODE", default_value = "on-risk", value_parser = ["on-risk", "always", "never"])]
+    pub approval: String,
+    /// Model calls in the turn at most.
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: u32,
+    /// Wall-clock limit of the turn, in seconds.
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<f64>,
+    /// Tokens (input + output) the turn may use.
+    #[arg(long, value_name = "N")]
+    pub token_budget: Option<u64>,
+    /// Config file whose [policy] section applies.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override PROVIDER (openai, anthropic, gemini).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Override MODEL.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Run every call without policy checks. The sandbox still applies.
+    #[arg(long)]
+    pub dangerously_skip_permissions: bool,
+}
+
+fn session_id() -> SessionId {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    SessionId::generate(ms, std::process::id())
+}
+
+/// Runs `agent run`; returns the exit code.
+pub fn run(args: RunArgs) -> Result<i32> {
+    let workspace = args
+        .workspace
+        .clone()
+        .map_or_else(std::env::current_dir, Ok)
+        .context("cannot determine the current directory")?;
+    let workspace = workspace
+        .canonicalize()
+        .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
+    let overrides = Overrides {
+        provider: args.provider.clone(),
+        base_url: None,
+        model: args.model.clone(),
+    };
+    let settings = settings::resolve(settings::default_env_file().as_deref(), &overrides)?;
+    let provider = Provider::from_settings(&settings)?;
+    let (policy, _) = super::policy_check::load_policy(args.config.as_deref())?;
+    let mode = if args.dangerously_skip_permissions {
+        ApprovalMode::SkipPermissions
+    } else {
+        match args.approval.as_str() {
+            "always" => ApprovalMode::Always,
+            "never" => ApprovalMode::Never,
+            _ => ApprovalMode::OnRisk,
+        }
+    };
+    if matches!(mode, ApprovalMode::OnRisk | ApprovalMode::Always) && args.output_format == "text" {
+        let why = if std::io::stdin().is_terminal() {
+            "interactive approval is not built yet"
+        } else {
+            "there is no terminal to ask"
+        };
+        eprintln!(
+            "agent: {why}: calls that need approval are refused (use --approval never to say so, or a config that allows them)"
+        );
+    }
+    let worker_bin = worker::locate_worker().context(
+        "cannot find the tool-worker binary beside agent; set AGENTD_TOOL_WORKER to its path",
+    )?;
+    let tmp = std::env::temp_dir().join(format!("agentd-run-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let sandbox = SandboxSpec {
+        workspace: workspace.clone(),
+        tmp_dir: tmp.clone(),
+        profile: SandboxProfile::WorkspaceWrite,
+        network: policy.network() == protocol::verdict::Verdict::Allow,
+        read_paths: vec![],
+        write_paths: vec![],
+        limits: ResourceLimits::default(),
+        run_as: None,
+        env: worker::env::tool_env(home.as_deref(), &tmp, &[]),
+        require_landlock: true,
+    };
+    let dispatcher = Arc::new(Dispatcher {
+        policy: Arc::new(policy),
+        mode,
+        worker: worker_bin,
+        sandbox,
+        home,
+        calls: AtomicU64::new(0),
+    });
+    let session = session_id();
+    let format = args.output_format.clone();
+    let seq = Arc::new(AtomicU64::new(0));
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let emit: Emit = {
+        let (session, format, out) = (session.clone(), format.clone(), out.clone());
+        Arc::new(move |event: Event| {
+            let n = seq.fetch_add(1, Ordering::Relaxed) + 1;
+            match format.as_str() {
+                "stream-json" => {
+                    let envelope = EventEnvelope {
+                        session: session.clone(),
+                        seq: Seq(n),
+                        event,
+                    };
+                    if let (Ok(line), Ok(mut out)) = (serde_json::to_string(&envelope), out.lock())
+                    {
+                        let _ = writeln!(out, "{line}");
+                        let _ = out.flush();
+                    }
+                }
+                "text" => describe(&event),
+                _ => {}
+            }
+        })
+    };
+    let limits = Limits {
+        max_steps: args.max_steps,
+        timeout: args
+            .timeout
+            .filter(|t| *t > 0.0)
+            .map(Duration::from_secs_f64),
+        token_budget: args.token_budget,
+        ..Limits::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let mut agent = Agent::new(provider, settings.model.clone(), dispatcher, limits, emit);
+    let outcome = runtime.block_on(agent.run_turn(&args.prompt));
+    let _ = std::fs::remove_dir_all(&tmp);
+    match format.as_str() {
+        "json" => {
+            let calls: Vec<serde_json::Value> = outcome
+                .tool_calls
+                .iter()
+                .map(|(c, status)| serde_json::json!({"id": c.id.as_str(), "name": c.name, "arguments": c.arguments, "status": status}))
+                .collect();
+            let v = serde_json::json!({
+                "result": outcome.final_text,
+                "finish_reason": outcome.reason,
+                "message": outcome.message,
+                "usage": outcome.usage,
+                "session_id": session,
+                "tool_calls": calls,
+            });
+            println!("{v}");
+        }
+        "text" => {
+            println!("{}", outcome.final_text);
+            if let Some(m) = &outcome.message {
+                eprintln!("agent: the turn ended ({:?}): {m}", outcome.reason);
+            }
+        }
+        _ => {}
+    }
+    Ok(if outcome.reason == FinishReason::Done {
+        0
+    } else {
+        1
+    })
+}
+
+/// Tool activity on stderr, for `--output-format text`.
+fn describe(event: &Event) {
+    match event {
+        Event::ToolCallStarted(s) => eprintln!(
+            "→ {} {} [{}: {}]",
+            s.call.name, s.call.arguments, s.verdict, s.reason
+        ),
+        Event::ToolCallFinished(f) => {
+            let first = f.content.lines().next().unwrap_or_default();
+            eprintln!(
+                "  {:?} ({} ms) {}",
+                f.status,
+                f.duration_ms,
+                first.chars().take(100).collect::<String>()
+            );
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,486 @@
+//! `agent run` end to end: the real binary, real workers, and the scripted mock model speaking each
+//! provider's wire format over HTTP. The model's side is scripted; everything else is real.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
+
+use agentd_e2e::mock_llm::{MockLlm, Recorded, Reply, anthropic, gemini, openai};
+use agentd_e2e::{As, Dir, binary};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+impl Format {
+    fn name(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+            Format::Gemini => "gemini",
+        }
+    }
+
+    /// A streamed reply in which the model calls these tools.
+    fn calls(self, calls: &[(&str, Value)]) -> Reply {
+        match self {
+            Format::OpenAi => {
+                let mut chunks: Vec<Value> = calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, args))| {
+                        openai::tool(
+                            i as u64,
+                            Some(&format!("call_{}_{i}", name)),
+                            Some(name),
+                            &args.to_string(),
+                        )
+                    })
+                    .collect();
+                chunks.push(openai::finish("tool_calls"));
+                chunks.push(openai::usage(100, 20));
+                Reply::stream(chunks)
+            }
+            Format::Anthropic => {
+                let mut events = vec![anthropic::start(100)];
+                for (i, (name, args)) in calls.iter().enumerate() {
+                    events.push(anthropic::tool_block(
+                        i as u64,
+                        &format!("toolu_{name}_{i}"),
+                        name,
+                    ));
+                    events.push(anthropic::input(i as u64, &args.to_string()));
+                    events.push(anthropic::stop_block(i as u64));
+                }
+                events.push(anthropic::delta("tool_use", 20));
+                events.push(anthropic::stop());
+                Reply::events(events)
+            }
+            Format::Gemini => Reply::events(vec![gemini::chunk(
+                calls
+                    .iter()
+                    .map(|(n, a)| gemini::call(n, a.clone()))
+                    .collect(),
+                Some("STOP"),
+            )]),
+        }
+    }
+
+    /// A raw-arguments call (for broken JSON), OpenAI only.
+    fn raw_call(name: &str, raw: &str) -> Reply {
+        Reply::stream(vec![
+            openai::tool(0, Some("call_raw"), Some(name), raw),
+            openai::finish("tool_calls"),
+        ])
+    }
+
+    /// A streamed final answer.
+    fn answer(self, text: &str) -> Reply {
+        match self {
+            Format::OpenAi => Reply::stream(vec![
+                openai::text(text),
+                openai::finish("stop"),
+                openai::usage(100, 10),
+            ]),
+            Format::Anthropic => Reply::events(vec![
+                anthropic::start(100),
+                anthropic::text_block(0),
+                anthropic::text(0, text),
+                anthropic::stop_block(0),
+                anthropic::delta("end_turn", 10),
+                anthropic::stop(),
+            ]),
+            Format::Gemini => {
+                Reply::events(vec![gemini::chunk(vec![gemini::text(text)], Some("STOP"))])
+            }
+        }
+    }
+}
+
+/// A tiny repository with a failing test.
+fn fixture() -> Dir {
+    let ws = Dir::new("repo", As::Root);
+    std::fs::write(ws.0.join("add.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    std::fs::write(ws.0.join("test_add.py"), "from add import add\n\nassert add(2, 3) == 5, f\"add(2, 3) returned {add(2, 3)}\"\nprint(\"ok: 1 test passed\")\n").unwrap();
+    ws
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", self.stdout, self.stderr))
+    }
+}
+
+fn agent_run(mock: &MockLlm, format: Format, ws: &Dir, extra: &[&str]) -> Run {
+    let home = Dir::new("home", As::Root);
+    let config = home.0.join("config.toml");
+    std::fs::write(&config, "[policy]\nbash = [{ pattern = \"python3 test_add.py\", action = \"allow\" }, { pattern = \"sleep *\", action = \"allow\" }]\n").unwrap();
+    let out = std::process::Command::new(binary("agent"))
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &home.0)
+        .env("PROVIDER", format.name())
+        .env("BASE_URL", mock.url())
+        .env("API_KEY", "sk-e2e")
+        .env("MODEL", "mock-model")
+        .env("AGENTD_TOOL_WORKER", binary("tool-worker"))
+        .args(["run", "-p", "make the tests pass", "--workspace"])
+        .arg(&ws.0)
+        .arg("--config")
+        .arg(&config)
+        .args(extra)
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Every tool call in a request has its result right after it, and every result its call.
+fn assert_paired(format: Format, req: &Recorded) {
+    let b = &req.body;
+    match format {
+        Format::OpenAi => {
+            let msgs = b["messages"].as_array().unwrap();
+            for (i, m) in msgs.iter().enumerate() {
+                if let Some(calls) = m["tool_calls"].as_array() {
+                    let ids: Vec<&str> = calls.iter().map(|c| c["id"].as_str().unwrap()).collect();
+                    let results: Vec<&str> = msgs[i + 1..]
+                        .iter()
+                        .take_while(|m| m["role"] == "tool")
+                        .map(|m| m["tool_call_id"].as_str().unwrap())
+                        .collect();
+                    assert_eq!(ids, results, "calls and results pair up, in order");
+                }
+                if m["role"] == "tool" {
+                    assert!(
+                        i > 0
+                            && (msgs[i - 1]["role"] == "tool"
+                                || msgs[i - 1]["tool_calls"].is_array()),
+                        "a result without its call"
+                    );
+                }
+            }
+        }
+        Format::Anthropic => {
+            let msgs = b["messages"].as_array().unwrap();
+            for (i, m) in msgs.iter().enumerate() {
+                let uses: Vec<&str> = m["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|c| c["type"] == "tool_use")
+                    .map(|c| c["id"].as_str().unwrap())
+                    .collect();
+                if !uses.is_empty() {
+                    let results: Vec<&str> = msgs[i + 1]["content"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|c| c["type"] == "tool_result")
+                        .map(|c| c["tool_use_id"].as_str().unwrap())
+                        .collect();
+                    assert_eq!(uses, results);
+                }
+            }
+        }
+        Format::Gemini => {
+            let contents = b["contents"].as_array().unwrap();
+            for (i, c) in contents.iter().enumerate() {
+                let calls = c["parts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| p.get("functionCall").is_some())
+                    .count();
+                if calls > 0 {
+                    let responses = contents[i + 1]["parts"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|p| p.get("functionResponse").is_some())
+                        .count();
+                    assert_eq!(calls, responses);
+                }
+            }
+        }
+    }
+}
+
+/// The text of everything the model was sent in a request (to look for tool results in it).
+fn sent_text(req: &Recorded) -> String {
+    req.raw_body.clone()
+}
+
+fn six_turn_scenario(format: Format) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockLlm::start(vec![
+        format.calls(&[("read_file", json!({"path": "test_add.py"}))]),
+        format.calls(&[("bash", json!({"command": "python3 test_add.py"}))]),
+        format.calls(&[("read_file", json!({"path": "add.py"}))]),
+        format.calls(&[(
+            "str_replace",
+            json!({"path": "add.py", "old": "return a - b", "new": "return a + b"}),
+        )]),
+        format.calls(&[("bash", json!({"command": "python3 test_add.py"}))]),
+        format.answer("Fixed: add() subtracted; it adds now and the test passes."),
+    ]));
+    let ws = fixture();
+    let run = agent_run(&mock, format, &ws, &["--output-format", "json"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let v = run.json();
+    assert_eq!(v["finish_reason"], "done");
+    assert!(v["result"].as_str().unwrap().starts_with("Fixed"));
+    let statuses: Vec<&str> = v["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["ok", "error", "ok", "ok", "ok"],
+        "the first test run fails, the second passes"
+    );
+    // The repository afterwards.
+    assert_eq!(
+        std::fs::read_to_string(ws.0.join("add.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
+    // What the model received.
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 6);
+    assert!(
+        sent_text(&reqs[1]).contains("from add import add"),
+        "request 2 holds the file read in step 1"
+    );
+    assert!(
+        sent_text(&reqs[2]).contains("AssertionError")
+            && sent_text(&reqs[2]).contains("[exit code 1]"),
+        "request 3 holds the failing run"
+    );
+    assert!(
+        sent_text(&reqs[4]).contains("replaced 1 occurrence in add.py"),
+        "request 5 holds the edit's diff"
+    );
+    assert!(
+        sent_text(&reqs[5]).contains("ok: 1 test passed"),
+        "request 6 holds the passing run"
+    );
+    for req in &reqs {
+        assert_paired(format, req);
+        assert!(
+            !req.raw_body.contains("sk-e2e"),
+            "the key is only in headers"
+        );
+    }
+}
+
+#[test]
+fn six_turn_scenario_openai() {
+    six_turn_scenario(Format::OpenAi);
+}
+
+#[test]
+fn six_turn_scenario_anthropic() {
+    six_turn_scenario(Format::Anthropic);
+}
+
+#[test]
+fn six_turn_scenario_gemini() {
+    six_turn_scenario(Format::Gemini);
+}
+
+#[test]
+fn bad_calls_are_explained_to_the_model_and_the_session_goes_on() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let f = Format::OpenAi;
+    let mock = rt.block_on(MockLlm::start(vec![
+        Format::raw_call("bash", "{\"command\": \"ls"),
+        f.calls(&[("delete_everything", json!({}))]),
+        f.calls(&[("read_file", json!({"path": 7}))]),
+        f.calls(&[("bash", json!({"command": "rm -rf add.py"}))]),
+        f.calls(&[("bash", json!({"command": "mkdir build"}))]),
+        f.answer("I could not do everything."),
+    ]));
+    let ws = fixture();
+    let run = agent_run(
+        &mock,
+        f,
+        &ws,
+        &["--output-format", "json", "--approval", "never"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let reqs = mock.requests();
+    assert_eq!(
+        reqs.len(),
+        6,
+        "every bad call was answered and the model went on"
+    );
+    let told = |i: usize| sent_text(&reqs[i]);
+    assert!(told(1).contains("not valid JSON"), "broken JSON");
+    assert!(
+        told(2).contains("no tool named `delete_everything`") && told(2).contains("read_file"),
+        "a hallucinated tool"
+    );
+    assert!(
+        told(3).contains("`path`") && told(3).contains("string"),
+        "a schema mismatch"
+    );
+    assert!(
+        told(4).contains("Blocked by policy") && told(4).contains("rm *"),
+        "a denied command"
+    );
+    assert!(told(5).contains("approval mode `never`"), "never mode");
+    assert!(
+        ws.0.join("add.py").exists() && !ws.0.join("build").exists(),
+        "nothing denied ran"
+    );
+}
+
+#[test]
+fn parallel_calls_run_concurrently_and_results_keep_call_order() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let f = Format::OpenAi;
+    let mock = rt.block_on(MockLlm::start(vec![
+        f.calls(&[
+            ("bash", json!({"command": "sleep 2; echo first"})),
+            ("bash", json!({"command": "sleep 2; echo second"})),
+            ("bash", json!({"command": "sleep 2; echo third"})),
+        ]),
+        f.answer("done"),
+    ]));
+    let ws = fixture();
+    let start = Instant::now();
+    let run = agent_run(&mock, f, &ws, &["--output-format", "json"]);
+    let took = start.elapsed();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        took < Duration::from_millis(4500),
+        "three 2-second calls took {took:?}"
+    );
+    let msgs = mock.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let results: Vec<&str> = msgs
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().trim())
+        .collect();
+    assert_eq!(results, ["first", "second", "third"]);
+}
+
+#[test]
+fn limits_end_the_turn_with_their_reason() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let f = Format::OpenAi;
+    let looping = || {
+        (0..5)
+            .map(|_| f.calls(&[("list_dir", json!({}))]))
+            .collect::<Vec<_>>()
+    };
+    let mock = rt.block_on(MockLlm::start(looping()));
+    let run = agent_run(
+        &mock,
+        f,
+        &fixture(),
+        &["--output-format", "json", "--max-steps", "2"],
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(run.json()["finish_reason"], "max_steps");
+    assert_eq!(mock.requests().len(), 2);
+
+    let mock = rt.block_on(MockLlm::start(looping()));
+    let run = agent_run(
+        &mock,
+        f,
+        &fixture(),
+        &["--output-format", "json", "--token-budget", "150"],
+    );
+    assert_eq!(
+        run.json()["finish_reason"],
+        "token_budget",
+        "each call uses 120 tokens"
+    );
+
+    let mock = rt.block_on(MockLlm::start(vec![
+        f.calls(&[("bash", json!({"command": "sleep 30"}))]),
+        f.answer("late"),
+    ]));
+    let start = Instant::now();
+    let run = agent_run(
+        &mock,
+        f,
+        &fixture(),
+        &["--output-format", "json", "--timeout", "1"],
+    );
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_eq!(run.json()["finish_reason"], "timeout");
+
+    let mock = rt.block_on(MockLlm::start(vec![Reply::error(500, "down", &[]); 4]));
+    let run = agent_run(&mock, f, &fixture(), &["--output-format", "json"]);
+    let v = run.json();
+    assert_eq!(v["finish_reason"], "error");
+    assert!(v["message"].as_str().unwrap().contains("HTTP 500"), "{v}");
+}
+
+#[test]
+fn stream_json_prints_the_protocols_events_in_sequence() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let f = Format::OpenAi;
+    let mock = rt.block_on(MockLlm::start(vec![
+        f.calls(&[("list_dir", json!({}))]),
+        f.answer("there are two files"),
+    ]));
+    let run = agent_run(&mock, f, &fixture(), &["--output-format", "stream-json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let events: Vec<protocol::event::EventEnvelope> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.variant_name()).collect();
+    assert_eq!(kinds.first(), Some(&"UserMessage"));
+    assert_eq!(kinds.last(), Some(&"TurnFinished"));
+    for k in [
+        "TurnStarted",
+        "AssistantMessage",
+        "ToolCallStarted",
+        "ToolCallFinished",
+        "AssistantTextDelta",
+    ] {
+        assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
+    }
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq.0).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_missing_model_setting_says_which_and_where() {
+    let home = Dir::new("home-empty", As::Root);
+    let out = std::process::Command::new(binary("agent"))
+        .env_clear()
+        .env("HOME", &home.0)
+        .env("BASE_URL", "http://127.0.0.1:9/v1")
+        .args(["run", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no MODEL is set") && err.contains(".agents/env"),
+        "{err}"
+    );
+}
