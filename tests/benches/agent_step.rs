@@ -1,0 +1,126 @@
+//! Supervisor overhead per agent step: an agent turn against an instant mock model whose every
+//! reply is one tool call the policy denies (so no worker runs), against the same HTTP round trip
+//! made directly — both measured in this run. Overhead = step − round trip: the loop, dispatch,
+//! argument validation, the policy check, events and the growing conversation.
+//!
+//! `cargo bench -p agentd-e2e --bench agent_step`. Goal: under 1 ms median.
+
+use agentd::agent::dispatch::{Dispatcher, Emit};
+use agentd::agent::turn::{Agent, Limits};
+use agentd::providers::Provider;
+use agentd::providers::model::{Message, ModelRequest};
+use agentd::settings::{ProviderKind, ProviderSettings};
+use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
+use protocol::event::Event;
+use protocol::verdict::ApprovalMode;
+use protocol::worker::{ResourceLimits, SandboxProfile, SandboxSpec};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const STEPS: usize = 200;
+
+fn denied_call() -> Reply {
+    Reply::stream(vec![
+        openai::tool(
+            0,
+            Some("call_x"),
+            Some("bash"),
+            r#"{"command": "rm -rf build"}"#,
+        ),
+        openai::finish("tool_calls"),
+        openai::usage(10, 5),
+    ])
+}
+
+fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration) {
+    v.sort();
+    (v[v.len() / 2], v[v.len() * 99 / 100])
+}
+
+fn main() {
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    else {
+        std::process::exit(1)
+    };
+    rt.block_on(async {
+        // Agent steps: the same replies, through the loop.
+        let mut script: Vec<Reply> = (0..STEPS).map(|_| denied_call()).collect();
+        script.push(Reply::stream(vec![openai::text("done"), openai::finish("stop")]));
+        let mock = MockLlm::start(script).await;
+        let settings = ProviderSettings { kind: ProviderKind::OpenAi, base_url: mock.url(), api_key: None, model: "m".into() };
+        let Ok(provider) = Provider::from_settings(&settings) else { std::process::exit(1) };
+        let Ok(policy) = policy::Policy::builtin() else { std::process::exit(1) };
+        let tmp = std::env::temp_dir();
+        let sandbox = SandboxSpec {
+            workspace: tmp.clone(),
+            tmp_dir: tmp.clone(),
+            profile: SandboxProfile::WorkspaceWrite,
+            network: false,
+            read_paths: vec![],
+            write_paths: vec![],
+            limits: ResourceLimits::default(),
+            run_as: None,
+            env: vec![],
+            require_landlock: true,
+        };
+        let dispatcher = Arc::new(Dispatcher {
+            policy: Arc::new(policy),
+            mode: ApprovalMode::OnRisk,
+            worker: "/nonexistent/tool-worker".into(),
+            sandbox,
+            home: None,
+            calls: AtomicU64::new(0),
+        });
+        let marks: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(Vec::new()));
+        let m = marks.clone();
+        let emit: Emit = Arc::new(move |e: Event| {
+            if matches!(e, Event::TurnStarted(_) | Event::ToolCallFinished(_)) {
+                if let Ok(mut v) = m.lock() {
+                    v.push(Instant::now());
+                }
+            }
+        });
+        let limits = Limits { max_steps: STEPS as u32 + 1, ..Limits::default() };
+        let mut agent = Agent::new(provider, "m".into(), dispatcher, limits, emit);
+        let outcome = agent.run_turn("go").await;
+        if outcome.tool_calls.len() != STEPS {
+            eprintln!("expected {STEPS} denied calls, got {}", outcome.tool_calls.len());
+            std::process::exit(1);
+        }
+        let marks = marks.lock().map(|v| v.clone()).unwrap_or_default();
+        let steps: Vec<Duration> = marks.windows(2).map(|w| w[1] - w[0]).collect();
+
+        // Baseline: the very same requests (prefixes of the agent's own conversation), sent
+        // directly, so payload growth is in both series and only the supervisor's work differs.
+        let mock = MockLlm::start((0..STEPS).map(|_| denied_call()).collect()).await;
+        let settings = ProviderSettings { kind: ProviderKind::OpenAi, base_url: mock.url(), api_key: None, model: "m".into() };
+        let Ok(provider) = Provider::from_settings(&settings) else { std::process::exit(1) };
+        let tools = agentd::agent::tools::specs().to_vec();
+        let mut baseline = Vec::with_capacity(STEPS);
+        for i in 0..STEPS {
+            let messages: Vec<Message> = agent.messages[..2 + 2 * i].to_vec();
+            let request = ModelRequest { model: "m".into(), messages, tools: tools.clone(), max_tokens: None };
+            let start = Instant::now();
+            if provider.complete(&request, &mut |_| {}).await.is_err() {
+                std::process::exit(1);
+            }
+            baseline.push(start.elapsed());
+        }
+
+        let (b_med, b_p99) = percentiles(baseline);
+        let (s_med, s_p99) = percentiles(steps);
+        let overhead = s_med.saturating_sub(b_med);
+        println!("{:<52} {:>10} {:>10}", format!("{STEPS} steps each"), "median", "p99");
+        println!("{:<52} {:>10.2?} {:>10.2?}", "baseline: the same requests sent directly", b_med, b_p99);
+        println!("{:<52} {:>10.2?} {:>10.2?}", "agent step: round trip + loop + dispatch + policy", s_med, s_p99);
+        println!(
+            "\nsupervisor overhead per step: {overhead:.2?} median (goal < 1 ms: {}); the conversation grew to {} messages",
+            if overhead < Duration::from_millis(1) { "met" } else { "NOT met" },
+            agent.messages.len()
+        );
+    });
+}
