@@ -78,10 +78,10 @@ fn main() {
         let marks: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(Vec::new()));
         let m = marks.clone();
         let emit: Emit = Arc::new(move |e: Event| {
-            if matches!(e, Event::TurnStarted(_) | Event::ToolCallFinished(_)) {
-                if let Ok(mut v) = m.lock() {
-                    v.push(Instant::now());
-                }
+            if matches!(e, Event::TurnStarted(_) | Event::ToolCallFinished(_))
+                && let Ok(mut v) = m.lock()
+            {
+                v.push(Instant::now());
             }
         });
         let limits = Limits { max_steps: STEPS as u32 + 1, ..Limits::default() };
