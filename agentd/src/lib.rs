@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod config;
 pub mod providers;
 pub mod settings;
 pub mod worker;

@@ -161,11 +161,43 @@ pub fn resolve(
     resolve_with(env_file, overrides, |name| std::env::var(name).ok())
 }
 
+/// [`resolve`] with the config file's `[provider]` section as the lowest layer.
+pub fn resolve_layered(
+    config: Option<&crate::config::ProviderSection>,
+    env_file: Option<&Path>,
+    overrides: &Overrides,
+) -> Result<ProviderSettings, SettingsError> {
+    let config = config.cloned().unwrap_or_default();
+    let from_config = move |name: &str| match name {
+        "PROVIDER" => config.kind.clone(),
+        "BASE_URL" => config.base_url.clone(),
+        "MODEL" => config.model.clone(),
+        "API_KEY" => config.api_key.clone(),
+        _ => None,
+    };
+    resolve_layers(
+        env_file,
+        overrides,
+        |name| std::env::var(name).ok(),
+        from_config,
+    )
+}
+
 /// [`resolve`] with the environment given as a function (for tests).
 pub fn resolve_with(
     env_file: Option<&Path>,
     overrides: &Overrides,
     environment: impl Fn(&str) -> Option<String>,
+) -> Result<ProviderSettings, SettingsError> {
+    resolve_layers(env_file, overrides, environment, |_| None)
+}
+
+/// The layers, lowest first: `config`, then `env_file`, then `environment`, then `overrides`.
+fn resolve_layers(
+    env_file: Option<&Path>,
+    overrides: &Overrides,
+    environment: impl Fn(&str) -> Option<String>,
+    config: impl Fn(&str) -> Option<String>,
 ) -> Result<ProviderSettings, SettingsError> {
     let env_name = env_file.map_or_else(|| "~/.agents/env".to_owned(), |p| p.display().to_string());
     let file = match env_file {
@@ -186,6 +218,11 @@ pub fn resolve_with(
                 file.get(name)
                     .filter(|v| !v.is_empty())
                     .map(|v| (v.clone(), env_name.clone()))
+            })
+            .or_else(|| {
+                config(name)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (v, "the config file's [provider]".to_owned()))
             })
     };
     let (kind, kind_source) = match overrides
@@ -303,6 +340,23 @@ mod tests {
         assert!(
             err.starts_with("no MODEL is set: put `MODEL=…` in "),
             "{err}"
+        );
+        let config = crate::config::ProviderSection {
+            model: Some("from-config".into()),
+            kind: Some("gemini".into()),
+            ..Default::default()
+        };
+        std::fs::write(&file, "BASE_URL=http://127.0.0.1:1\nMODEL=from-file\n").unwrap();
+        let s = resolve_layers(Some(&file), &Overrides::default(), none, |n| match n {
+            "MODEL" => config.model.clone(),
+            "PROVIDER" => config.kind.clone(),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            (s.model.as_str(), s.kind),
+            ("from-file", ProviderKind::Gemini),
+            "the env file wins over the config file, which fills the gaps"
         );
         let env = |name: &str| (name == "MODEL").then(|| "from-env".to_owned());
         std::fs::write(&file, "BASE_URL=http://127.0.0.1:1\nMODEL=from-file\n").unwrap();

@@ -48,6 +48,8 @@ pub fn load_policy(config: Option<&Path>) -> Result<(Policy, String)> {
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
             let name = path.display().to_string();
+            // Unknown sections and keys anywhere in the file are errors, not silently ignored.
+            crate::config::parse(&text, &name)?;
             let policy = Policy::from_config(&text, &name)?;
             Ok((policy, name))
         }

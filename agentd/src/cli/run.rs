@@ -44,7 +44,7 @@ pub struct RunArgs {
     /// Tokens (input + output) the turn may use.
     #[arg(long, value_name = "N")]
     pub token_budget: Option<u64>,
-    /// Config file whose [policy] section applies.
+    /// Config file ([provider], [policy]); default: $XDG_CONFIG_HOME/agentd/config.toml, else /etc/agentd/config.toml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Override PROVIDER (openai, anthropic, gemini).
@@ -81,9 +81,29 @@ pub fn run(args: RunArgs) -> Result<i32> {
         base_url: None,
         model: args.model.clone(),
     };
-    let settings = settings::resolve(settings::default_env_file().as_deref(), &overrides)?;
+    let config_path = args
+        .config
+        .clone()
+        .or_else(super::policy_check::default_config_path);
+    let (config, policy) = match &config_path {
+        Some(path) => {
+            let (config, text) = crate::config::load(path)?;
+            (
+                config,
+                policy::Policy::from_config(&text, &path.display().to_string())?,
+            )
+        }
+        None => (
+            crate::config::ConfigFile::default(),
+            policy::Policy::builtin()?,
+        ),
+    };
+    let settings = settings::resolve_layered(
+        config.provider.as_ref(),
+        settings::default_env_file().as_deref(),
+        &overrides,
+    )?;
     let provider = Provider::from_settings(&settings)?;
-    let (policy, _) = super::policy_check::load_policy(args.config.as_deref())?;
     let mode = if args.dangerously_skip_permissions {
         ApprovalMode::SkipPermissions
     } else {

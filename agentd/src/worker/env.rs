@@ -74,7 +74,8 @@ mod tests {
                 "TMPDIR",
                 "NO_COLOR",
                 "PAGER",
-                "GIT_PAGER"
+                "GIT_PAGER",
+                "PYTHONDONTWRITEBYTECODE"
             ]
         );
         let passed = tool_env(
