@@ -14,22 +14,19 @@ struct Cli {
 enum Command {
     /// Run one task headless, with an in-process supervisor, and print the result.
     Run(Box<agentd::cli::run::RunArgs>),
-    /// The scripted demo (not built yet).
+    /// The whole system on a built-in scripted model: no network, no API key.
     Demo,
 }
 
 fn main() {
+    // Started as a tool-worker (by ourselves)? Then nothing else may happen first.
+    agentd::worker::spawn::run_as_worker_if_asked();
     let cli = Cli::parse();
     // The process holds the API key: no core dumps, /proc/<pid>/{environ,mem} closed.
     let _ = nix::sys::prctl::set_dumpable(false);
     let result = match cli.command {
         Command::Run(args) => agentd::cli::run::run(*args),
-        Command::Demo => {
-            eprintln!(
-                "agent demo: not built yet. `agent run -p …` works against a real or local model (BASE_URL, API_KEY, MODEL)."
-            );
-            Ok(2)
-        }
+        Command::Demo => agentd::demo::run(),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -55,17 +55,35 @@ pub enum WorkerError {
     Hung(Duration),
 }
 
-/// The `tool-worker` binary: `$AGENTD_TOOL_WORKER`, else beside the running executable (or one
-/// directory up, for test binaries in `target/*/deps`).
+/// The first argument that makes the `agent` and `agentd` binaries act as a tool-worker.
+pub const SELF_HOSTED_WORKER_ARG: &str = "__tool-worker";
+
+/// The worker to spawn: `$AGENTD_TOOL_WORKER`, else a `tool-worker` binary beside the running
+/// executable (or one directory up, for test binaries in `target/*/deps`), else — for the `agent`
+/// and `agentd` binaries, which link the worker — the running executable itself, started with
+/// [`SELF_HOSTED_WORKER_ARG`]. (`cargo run --bin agent` builds only `agent`.)
 pub fn locate_worker() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("AGENTD_TOOL_WORKER") {
         return Some(PathBuf::from(path));
     }
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    [dir.join("tool-worker"), dir.parent()?.join("tool-worker")]
+    let beside = [dir.join("tool-worker"), dir.parent()?.join("tool-worker")]
         .into_iter()
-        .find(|p| p.is_file())
+        .find(|p| p.is_file());
+    let hosts_worker = exe
+        .file_name()
+        .is_some_and(|n| n == "agent" || n == "agentd");
+    beside.or_else(|| hosts_worker.then_some(exe))
+}
+
+/// In `main` of a binary that can host the worker: if started as one, run it and exit. Must come
+/// first, before any thread is started.
+pub fn run_as_worker_if_asked() {
+    let mut args = std::env::args();
+    if args.nth(1).as_deref() == Some(SELF_HOSTED_WORKER_ARG) {
+        std::process::exit(tool_worker::run(args));
+    }
 }
 
 /// Runs one tool call in a fresh worker. `on_output` receives output as it streams.
@@ -86,7 +104,11 @@ pub async fn run_tool(
         spec.limits.memory_bytes,
     )
     .map_err(WorkerError::Cgroup)?;
-    let mut child = tokio::process::Command::new(worker)
+    let mut command = tokio::process::Command::new(worker);
+    if std::env::current_exe().is_ok_and(|exe| exe == worker) {
+        command.arg(SELF_HOSTED_WORKER_ARG);
+    }
+    let mut child = command
         .arg("--parent")
         .arg(std::process::id().to_string())
         .env_clear()
