@@ -227,6 +227,8 @@ pub fn run() -> Result<i32> {
             sandbox,
             home: std::env::var_os("HOME").map(PathBuf::from),
             calls: AtomicU64::new(0),
+            approver: crate::agent::approval::Approver::Nobody,
+            approvals: AtomicU64::new(0),
         });
         let out = Arc::new(Mutex::new(std::io::stdout()));
         let emit: Emit = Arc::new(move |e: Event| print_event(&e, &out));

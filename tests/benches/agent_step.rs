@@ -74,6 +74,8 @@ fn main() {
             sandbox,
             home: None,
             calls: AtomicU64::new(0),
+            approver: agentd::agent::approval::Approver::Nobody,
+            approvals: AtomicU64::new(0),
         });
         let marks: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(Vec::new()));
         let m = marks.clone();

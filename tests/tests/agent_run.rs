@@ -515,3 +515,57 @@ fn the_demo_runs_offline_and_shows_every_part() {
         );
     }
 }
+
+#[test]
+fn at_a_terminal_the_user_approves_or_denies_risky_calls() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let f = Format::OpenAi;
+    let mock = rt.block_on(MockLlm::start(vec![
+        f.calls(&[("bash", json!({"command": "mkdir approved"}))]),
+        f.calls(&[("bash", json!({"command": "touch refused.txt"}))]),
+        f.answer("done"),
+    ]));
+    let ws = fixture();
+    let home = Dir::new("home-tty", As::Root);
+    let command = format!(
+        "{} run -p 'make dirs' --workspace {} --output-format json",
+        binary("agent").display(),
+        ws.0.display()
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("SHELL", "/bin/sh")
+        .env("TERM", "dumb")
+        .env("HOME", &home.0)
+        .env("BASE_URL", mock.url())
+        .env("MODEL", "mock-model")
+        .env("AGENTD_TOOL_WORKER", binary("tool-worker"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    // The answers, as typed: allow the first, deny the second.
+    child.stdin.take().unwrap().write_all(b"y\nn\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("needs approval") && text.contains("mkdir approved"),
+        "the user was asked: {text}"
+    );
+    assert!(
+        ws.0.join("approved").is_dir(),
+        "the approved call ran: {text}"
+    );
+    assert!(
+        !ws.0.join("refused.txt").exists(),
+        "the denied call did not: {text}"
+    );
+    let told = mock.requests()[2].raw_body.clone();
+    assert!(
+        told.contains("Denied by the user"),
+        "the model was told: {told}"
+    );
+}

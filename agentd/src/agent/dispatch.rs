@@ -1,12 +1,16 @@
 //! Dispatching one tool call: arguments → policy → approval → a fresh worker. Every failure is a
 //! result the model reads; nothing here ends the session.
 
+use super::approval::Approver;
 use super::tools;
 use crate::worker::run_tool;
 use policy::{Action, Context, Policy};
+use protocol::event::{ApprovalRequested, ApprovalResolved};
 use protocol::event::{
     Event, ToolCall, ToolCallFinished, ToolCallStarted, ToolOutputDelta, ToolStatus,
 };
+use protocol::ids::ApprovalId;
+use protocol::verdict::ApprovalDecision;
 use protocol::verdict::{ApprovalMode, Verdict};
 use protocol::worker::SandboxSpec;
 use std::path::PathBuf;
@@ -45,6 +49,10 @@ pub struct Dispatcher {
     pub home: Option<PathBuf>,
     /// Calls dispatched so far, to name per-call temp dirs.
     pub calls: AtomicU64,
+    /// Who answers `ask`.
+    pub approver: Approver,
+    /// Approval ids handed out.
+    pub approvals: AtomicU64,
 }
 
 impl Dispatcher {
@@ -119,8 +127,8 @@ impl Dispatcher {
                     ),
                 );
             }
-            Action::Ask => {
-                // No client to ask in this session: ask is treated as deny, and the model is told so.
+            Action::Ask if !self.approver.can_ask() => {
+                // No one to ask in this session: ask is treated as deny, and the model is told so.
                 return refuse(
                     ToolStatus::Denied,
                     format!(
@@ -128,6 +136,33 @@ impl Dispatcher {
                         decision.reason
                     ),
                 );
+            }
+            Action::Ask => {
+                let approval = ApprovalId(self.approvals.fetch_add(1, Ordering::Relaxed) + 1);
+                emit(Event::ApprovalRequested(ApprovalRequested {
+                    approval,
+                    call: call.clone(),
+                    reason: decision.reason.clone(),
+                }));
+                let (answer, by) = self
+                    .approver
+                    .decide(call, &decision.reason)
+                    .await
+                    .unwrap_or((ApprovalDecision::Deny, "timeout"));
+                emit(Event::ApprovalResolved(ApprovalResolved {
+                    approval,
+                    decision: answer,
+                    by: by.to_owned(),
+                }));
+                if answer == ApprovalDecision::Deny {
+                    return refuse(
+                        ToolStatus::Denied,
+                        format!(
+                            "Denied by the user ({}). Do not retry it; ask the user what they want instead.",
+                            decision.reason
+                        ),
+                    );
+                }
             }
         }
         let n = self.calls.fetch_add(1, Ordering::Relaxed);

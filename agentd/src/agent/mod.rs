@@ -1,6 +1,7 @@
-//! The agent: the tools it offers ([`tools`]), how one call is dispatched ([`dispatch`]) and the
-//! loop of one turn ([`turn`]).
+//! The agent: the tools it offers ([`tools`]), how one call is dispatched ([`dispatch`]), who
+//! approves risky calls ([`approval`]) and the loop of one turn ([`turn`]).
 
+pub mod approval;
 pub mod dispatch;
 pub mod tools;
 pub mod turn;

@@ -113,16 +113,20 @@ pub fn run(args: RunArgs) -> Result<i32> {
             _ => ApprovalMode::OnRisk,
         }
     };
-    if matches!(mode, ApprovalMode::OnRisk | ApprovalMode::Always) && args.output_format == "text" {
-        let why = if std::io::stdin().is_terminal() {
-            "interactive approval is not built yet"
-        } else {
-            "there is no terminal to ask"
-        };
-        eprintln!(
-            "agent: {why}: calls that need approval are refused (use --approval never to say so, or a config that allows them)"
-        );
-    }
+    let asks = matches!(mode, ApprovalMode::OnRisk | ApprovalMode::Always);
+    let approver = if asks
+        && std::io::stdin().is_terminal()
+        && std::fs::File::open("/dev/tty").is_ok()
+    {
+        crate::agent::approval::Approver::terminal()
+    } else {
+        if asks {
+            eprintln!(
+                "agent: there is no terminal to ask: calls that need approval are refused (use --approval never to say so, or a config that allows them)"
+            );
+        }
+        crate::agent::approval::Approver::Nobody
+    };
     let worker_bin = worker::locate_worker().context(
         "cannot find the tool-worker binary beside agent; set AGENTD_TOOL_WORKER to its path",
     )?;
@@ -148,6 +152,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
         sandbox,
         home,
         calls: AtomicU64::new(0),
+        approver,
+        approvals: AtomicU64::new(0),
     });
     let session = session_id();
     let format = args.output_format.clone();

@@ -121,6 +121,9 @@ pub async fn run_tool(
             path: worker.into(),
             source,
         })?;
+    // The command holds our copy of the worker's socket end; dropping it now means a worker that
+    // dies closes the last copy, and we see EOF at once instead of waiting for a timeout.
+    drop(command);
     if let (Some(group), Some(pid)) = (&group, child.id()) {
         // Before the spec is sent the worker has forked nothing, so nothing escapes the group.
         group.add(pid).map_err(WorkerError::Cgroup)?;
