@@ -27,6 +27,10 @@ pub struct ProviderSection {
     pub model: Option<String>,
     /// The key (prefer `~/.agents/env` or the environment, which stay out of shared files).
     pub api_key: Option<String>,
+    /// Tries per model call, the first included (default 4).
+    pub max_tries: Option<u32>,
+    /// Longest silence inside a response stream, in seconds (default 120).
+    pub idle_timeout_secs: Option<u64>,
 }
 
 /// Why the config file could not be used.

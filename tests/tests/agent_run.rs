@@ -121,9 +121,23 @@ impl Run {
 }
 
 fn agent_run(mock: &MockLlm, format: Format, ws: &Dir, extra: &[&str]) -> Run {
+    agent_run_with_config(mock, format, ws, extra, "")
+}
+
+fn agent_run_with_config(
+    mock: &MockLlm,
+    format: Format,
+    ws: &Dir,
+    extra: &[&str],
+    more_config: &str,
+) -> Run {
     let home = Dir::new("home", As::Root);
     let config = home.0.join("config.toml");
-    std::fs::write(&config, "[policy]\nbash = [{ pattern = \"python3 test_add.py\", action = \"allow\" }, { pattern = \"sleep *\", action = \"allow\" }]\n").unwrap();
+    std::fs::write(
+        &config,
+        format!("{more_config}\n[policy]\nbash = [{{ pattern = \"python3 test_add.py\", action = \"allow\" }}, {{ pattern = \"sleep *\", action = \"allow\" }}]\n"),
+    )
+    .unwrap();
     let out = std::process::Command::new(binary("agent"))
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -567,5 +581,48 @@ fn at_a_terminal_the_user_approves_or_denies_risky_calls() {
     assert!(
         told.contains("Denied by the user"),
         "the model was told: {told}"
+    );
+}
+
+#[test]
+fn retries_and_the_parallel_cap_are_configurable() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let f = Format::OpenAi;
+    let mock = rt.block_on(MockLlm::start(vec![Reply::error(503, "busy", &[]); 5]));
+    let run = agent_run_with_config(
+        &mock,
+        f,
+        &fixture(),
+        &["--output-format", "json"],
+        "[provider]\nmax_tries = 2\n",
+    );
+    assert!(
+        run.json()["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(after 2 tries)"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(mock.requests().len(), 2);
+
+    let calls = [
+        ("bash", json!({"command": "sleep 1"})),
+        ("bash", json!({"command": "sleep 1"})),
+        ("bash", json!({"command": "sleep 1"})),
+    ];
+    let mock = rt.block_on(MockLlm::start(vec![f.calls(&calls), f.answer("done")]));
+    let start = Instant::now();
+    let run = agent_run(
+        &mock,
+        f,
+        &fixture(),
+        &["--output-format", "json", "--max-parallel", "1"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        start.elapsed() >= Duration::from_millis(2900),
+        "one at a time: {:?}",
+        start.elapsed()
     );
 }

@@ -44,6 +44,9 @@ pub struct RunArgs {
     /// Tokens (input + output) the turn may use.
     #[arg(long, value_name = "N")]
     pub token_budget: Option<u64>,
+    /// Tool calls of one model message run at once.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_parallel: u32,
     /// Config file ([provider], [policy]); default: $XDG_CONFIG_HOME/agentd/config.toml, else /etc/agentd/config.toml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -103,7 +106,16 @@ pub fn run(args: RunArgs) -> Result<i32> {
         settings::default_env_file().as_deref(),
         &overrides,
     )?;
-    let provider = Provider::from_settings(&settings)?;
+    let mut provider = Provider::from_settings(&settings)?;
+    if let Some(section) = &config.provider {
+        let transport = provider.transport_mut();
+        if let Some(tries) = section.max_tries {
+            transport.retry.max_tries = tries.max(1);
+        }
+        if let Some(secs) = section.idle_timeout_secs {
+            transport.idle_timeout = Duration::from_secs(secs.max(1));
+        }
+    }
     let mode = if args.dangerously_skip_permissions {
         ApprovalMode::SkipPermissions
     } else {
@@ -188,7 +200,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             .filter(|t| *t > 0.0)
             .map(Duration::from_secs_f64),
         token_budget: args.token_budget,
-        ..Limits::default()
+        max_parallel: args.max_parallel as usize,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
