@@ -2,7 +2,7 @@
 //! user message, `input_json_delta` fragments joined and parsed when their block stops, `ping`,
 //! and `error` events inside the stream.
 
-use super::http::{Call, StreamReader, Transport, event_json};
+use super::http::{Call, Client, StreamReader, Wire, event_json};
 use super::model::{Message, ModelRequest, ModelResponse, Role};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
@@ -17,30 +17,18 @@ pub const API_VERSION: &str = "2023-06-01";
 /// Anthropic requires a cap on output tokens; this one when the request has none.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// A client for the Messages API.
-#[derive(Debug, Clone)]
-pub struct AnthropicClient {
-    /// Sending, retrying, streaming.
-    pub transport: Transport,
-    /// The API root, e.g. `https://api.anthropic.com` (or `…/v1`).
-    base_url: String,
-    /// Sent as `x-api-key`, and nowhere else.
-    api_key: Option<String>,
-    /// Whether to stream.
-    pub stream: bool,
+/// The Anthropic Messages wire format.
+#[derive(Debug, Clone, Copy)]
+pub struct Anthropic;
+
+impl Wire for Anthropic {
+    const PROVIDER: &'static str = PROVIDER;
 }
 
-impl AnthropicClient {
-    /// A client for `base_url`.
-    pub fn new(base_url: &str, api_key: Option<String>) -> Result<Self, ProviderError> {
-        Ok(Self {
-            transport: Transport::new(PROVIDER)?,
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            api_key: api_key.filter(|k| !k.is_empty()),
-            stream: true,
-        })
-    }
+/// A client for one Anthropic Messages endpoint.
+pub type AnthropicClient = Client<Anthropic>;
 
+impl Client<Anthropic> {
     /// One model call, retried as the policy says.
     pub async fn complete(
         &self,

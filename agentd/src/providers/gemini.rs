@@ -2,7 +2,7 @@
 //! arriving whole), `functionResponse` parts whose `response` must be an object, and no call ids
 //! (they are made up from the call's position, and results are matched back by name).
 
-use super::http::{Call, StreamReader, Transport, event_json};
+use super::http::{Call, Client, StreamReader, Wire, event_json};
 use super::model::{Message, ModelRequest, ModelResponse, Role};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
@@ -12,30 +12,18 @@ use serde_json::{Value, json};
 
 const PROVIDER: &str = "gemini";
 
-/// A client for the Gemini API.
-#[derive(Debug, Clone)]
-pub struct GeminiClient {
-    /// Sending, retrying, streaming.
-    pub transport: Transport,
-    /// The API root, e.g. `https://generativelanguage.googleapis.com/v1beta`.
-    base_url: String,
-    /// Sent as `x-goog-api-key`, and nowhere else.
-    api_key: Option<String>,
-    /// Whether to stream.
-    pub stream: bool,
+/// The Gemini generateContent wire format.
+#[derive(Debug, Clone, Copy)]
+pub struct Gemini;
+
+impl Wire for Gemini {
+    const PROVIDER: &'static str = PROVIDER;
 }
 
-impl GeminiClient {
-    /// A client for `base_url`.
-    pub fn new(base_url: &str, api_key: Option<String>) -> Result<Self, ProviderError> {
-        Ok(Self {
-            transport: Transport::new(PROVIDER)?,
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            api_key: api_key.filter(|k| !k.is_empty()),
-            stream: true,
-        })
-    }
+/// A client for one Gemini generateContent endpoint.
+pub type GeminiClient = Client<Gemini>;
 
+impl Client<Gemini> {
     /// One model call, retried as the policy says.
     pub async fn complete(
         &self,

@@ -37,6 +37,52 @@ pub struct Transport {
     pub request_timeout: Duration,
 }
 
+/// A wire format: its name, for messages and for the transport.
+pub trait Wire {
+    /// The provider's name.
+    const PROVIDER: &'static str;
+}
+
+/// A client for one endpoint in wire format `W`. The struct and constructor are shared; each
+/// adapter adds its own `complete` (`impl Client<OpenAi>`, …).
+#[derive(Clone)]
+pub struct Client<W> {
+    /// Sending, retrying, streaming.
+    pub transport: Transport,
+    /// The API root, without a trailing `/`.
+    pub(crate) base_url: String,
+    /// Sent in the provider's auth header, and nowhere else.
+    pub(crate) api_key: Option<String>,
+    /// Whether to stream.
+    pub stream: bool,
+    wire: std::marker::PhantomData<W>,
+}
+
+impl<W: Wire> Client<W> {
+    /// A streaming client for `base_url`; an empty key counts as none.
+    pub fn new(base_url: &str, api_key: Option<String>) -> Result<Self, ProviderError> {
+        Ok(Self {
+            transport: Transport::new(W::PROVIDER)?,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key: api_key.filter(|k| !k.is_empty()),
+            stream: true,
+            wire: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<W: Wire> std::fmt::Debug for Client<W> {
+    /// The key is never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("provider", &W::PROVIDER)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
 /// How one call is made and read.
 pub struct Call<'a> {
     /// Where.
@@ -247,5 +293,37 @@ pub fn arguments_text(text: &str) -> String {
         "{}".to_owned()
     } else {
         text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Test;
+    impl Wire for Test {
+        const PROVIDER: &'static str = "test";
+    }
+
+    #[test]
+    fn a_client_never_prints_its_key() {
+        let c =
+            Client::<Test>::new("http://127.0.0.1:1/v1/", Some("sk-secret-123".into())).unwrap();
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("sk-secret-123") && shown.contains("<set>"),
+            "{shown}"
+        );
+        assert_eq!(
+            c.base_url, "http://127.0.0.1:1/v1",
+            "the trailing slash is dropped"
+        );
+        assert!(
+            Client::<Test>::new("http://x", Some(String::new()))
+                .unwrap()
+                .api_key
+                .is_none(),
+            "an empty key is none"
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! `finish_reason: "stop"` although tool calls arrived, comment and keep-alive lines, an error
 //! object inside a 200 stream, `[DONE]`, and a final usage-only chunk.
 
-use super::http::{Call, StreamReader, Transport, arguments_text as arguments, event_json};
+use super::http::{Call, Client, StreamReader, Wire, arguments_text as arguments, event_json};
 use super::model::{Message, ModelRequest, ModelResponse, Role};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
@@ -16,30 +16,18 @@ use std::collections::BTreeMap;
 
 const PROVIDER: &str = "openai";
 
-/// A client for one OpenAI-compatible endpoint.
-#[derive(Debug, Clone)]
-pub struct OpenAiClient {
-    /// Sending, retrying, streaming.
-    pub transport: Transport,
-    /// The API root, e.g. `https://api.openai.com/v1`.
-    base_url: String,
-    /// Sent as `Authorization: Bearer …` when set, and nowhere else.
-    api_key: Option<String>,
-    /// Whether to stream.
-    pub stream: bool,
+/// The OpenAI-compatible chat completions wire format.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenAi;
+
+impl Wire for OpenAi {
+    const PROVIDER: &'static str = PROVIDER;
 }
 
-impl OpenAiClient {
-    /// A client for `base_url`.
-    pub fn new(base_url: &str, api_key: Option<String>) -> Result<Self, ProviderError> {
-        Ok(Self {
-            transport: Transport::new(PROVIDER)?,
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            api_key: api_key.filter(|k| !k.is_empty()),
-            stream: true,
-        })
-    }
+/// A client for one OpenAI-compatible chat completions endpoint.
+pub type OpenAiClient = Client<OpenAi>;
 
+impl Client<OpenAi> {
     /// One model call, retried as the policy says. `on_text` receives text as it streams.
     pub async fn complete(
         &self,
