@@ -35,18 +35,7 @@ fn main() {
     {
         std::process::exit(1);
     }
-    let spec = SandboxSpec {
-        workspace: ws,
-        tmp_dir: tmp.clone(),
-        profile: SandboxProfile::WorkspaceWrite,
-        network: false,
-        read_paths: vec![],
-        write_paths: vec![],
-        limits: ResourceLimits::default(),
-        run_as: None,
-        env: agentd::worker::env::tool_env(None, &tmp, &[]),
-        require_landlock: true,
-    };
+    let spec = agentd::worker::default_sandbox(ws, tmp.clone(), None);
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

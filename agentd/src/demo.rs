@@ -15,7 +15,6 @@ use anyhow::{Context as _, Result};
 use protocol::event::Event;
 use protocol::session::FinishReason;
 use protocol::verdict::ApprovalMode;
-use protocol::worker::{ResourceLimits, SandboxProfile, SandboxSpec};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::io::Write;
@@ -208,18 +207,7 @@ pub fn run() -> Result<i32> {
             model: "scripted-demo-model".into(),
         };
         let provider = Provider::from_settings(&settings)?;
-        let sandbox = SandboxSpec {
-            workspace: repo.canonicalize()?,
-            tmp_dir: tmp.clone(),
-            profile: SandboxProfile::WorkspaceWrite,
-            network: false,
-            read_paths: vec![],
-            write_paths: vec![],
-            limits: ResourceLimits::default(),
-            run_as: None,
-            env: worker::env::tool_env(None, &tmp, &[]),
-            require_landlock: true,
-        };
+        let sandbox = worker::default_sandbox(repo.canonicalize()?, tmp.clone(), None);
         let dispatcher = Arc::new(Dispatcher {
             policy: Arc::new(policy),
             mode: ApprovalMode::Never,

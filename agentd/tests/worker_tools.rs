@@ -26,21 +26,9 @@ impl Fixture {
     }
 
     fn spec(&self) -> SandboxSpec {
-        SandboxSpec {
-            workspace: self.ws.clone(),
-            tmp_dir: self.tmp.clone(),
-            profile: SandboxProfile::WorkspaceWrite,
-            network: false,
-            read_paths: vec![],
-            write_paths: vec![],
-            limits: ResourceLimits {
-                timeout_ms: 10_000,
-                ..ResourceLimits::default()
-            },
-            run_as: None,
-            env: agentd::worker::env::tool_env(None, &self.tmp, &[]),
-            require_landlock: true,
-        }
+        let mut spec = agentd::worker::default_sandbox(self.ws.clone(), self.tmp.clone(), None);
+        spec.limits.timeout_ms = 10_000;
+        spec
     }
 
     async fn run(&self, tool: ToolRequest) -> ToolResult {

@@ -13,7 +13,6 @@ use agentd::settings::{ProviderKind, ProviderSettings};
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
 use protocol::event::Event;
 use protocol::verdict::ApprovalMode;
-use protocol::worker::{ResourceLimits, SandboxProfile, SandboxSpec};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -55,18 +54,7 @@ fn main() {
         let Ok(provider) = Provider::from_settings(&settings) else { std::process::exit(1) };
         let Ok(policy) = policy::Policy::builtin() else { std::process::exit(1) };
         let tmp = std::env::temp_dir();
-        let sandbox = SandboxSpec {
-            workspace: tmp.clone(),
-            tmp_dir: tmp.clone(),
-            profile: SandboxProfile::WorkspaceWrite,
-            network: false,
-            read_paths: vec![],
-            write_paths: vec![],
-            limits: ResourceLimits::default(),
-            run_as: None,
-            env: vec![],
-            require_landlock: true,
-        };
+        let sandbox = agentd::worker::default_sandbox(tmp.clone(), tmp.clone(), None);
         let dispatcher = Arc::new(Dispatcher {
             policy: Arc::new(policy),
             mode: ApprovalMode::OnRisk,

@@ -10,7 +10,6 @@ use protocol::event::{Event, EventEnvelope};
 use protocol::ids::{Seq, SessionId};
 use protocol::session::FinishReason;
 use protocol::verdict::ApprovalMode;
-use protocol::worker::{ResourceLimits, SandboxProfile, SandboxSpec};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -145,18 +144,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let tmp = std::env::temp_dir().join(format!("agentd-run-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let sandbox = SandboxSpec {
-        workspace: workspace.clone(),
-        tmp_dir: tmp.clone(),
-        profile: SandboxProfile::WorkspaceWrite,
-        network: policy.network() == protocol::verdict::Verdict::Allow,
-        read_paths: vec![],
-        write_paths: vec![],
-        limits: ResourceLimits::default(),
-        run_as: None,
-        env: worker::env::tool_env(home.as_deref(), &tmp, &[]),
-        require_landlock: true,
-    };
+    let mut sandbox = worker::default_sandbox(workspace.clone(), tmp.clone(), home.as_deref());
+    sandbox.network = policy.network() == protocol::verdict::Verdict::Allow;
     let dispatcher = Arc::new(Dispatcher {
         policy: Arc::new(policy),
         mode,

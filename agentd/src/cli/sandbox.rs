@@ -3,7 +3,7 @@
 
 use crate::worker::{self, WorkerError};
 use anyhow::{Context as _, Result, bail};
-use protocol::worker::{BashRequest, ResourceLimits, SandboxProfile, SandboxSpec, ToolRequest};
+use protocol::worker::{BashRequest, ResourceLimits, SandboxProfile, ToolRequest};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -139,18 +139,10 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
         limits.memory_bytes = memory;
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let spec = SandboxSpec {
-        workspace,
-        tmp_dir: tmp.0.clone(),
-        profile,
-        network: args.network,
-        read_paths: vec![],
-        write_paths: vec![],
-        limits,
-        run_as: None,
-        env: worker::env::tool_env(home.as_deref(), &tmp.0, &[]),
-        require_landlock: true,
-    };
+    let mut spec = worker::default_sandbox(workspace, tmp.0.clone(), home.as_deref());
+    spec.profile = profile;
+    spec.network = args.network;
+    spec.limits = limits;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

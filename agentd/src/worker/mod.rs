@@ -9,3 +9,25 @@ pub mod env;
 pub mod spawn;
 
 pub use spawn::{WorkerError, locate_worker, run_tool};
+
+use protocol::worker::{ResourceLimits, SandboxProfile, SandboxSpec};
+use std::path::{Path, PathBuf};
+
+/// The default sandbox: `workspace-write`, no network, default limits, no extra paths, no
+/// identity change, Landlock required, and the allowlisted tool environment (`TMPDIR` = `tmp_dir`).
+/// Callers change the fields their flags or policy decide.
+pub fn default_sandbox(workspace: PathBuf, tmp_dir: PathBuf, home: Option<&Path>) -> SandboxSpec {
+    let env = env::tool_env(home, &tmp_dir, &[]);
+    SandboxSpec {
+        workspace,
+        tmp_dir,
+        profile: SandboxProfile::WorkspaceWrite,
+        network: false,
+        read_paths: vec![],
+        write_paths: vec![],
+        limits: ResourceLimits::default(),
+        run_as: None,
+        env,
+        require_landlock: true,
+    }
+}
