@@ -97,6 +97,46 @@ impl Policy {
 
     /// Rates a file access by path.
     pub fn check_path(&self, access: Access, path: &str, ctx: &Context<'_>) -> Decision {
+        self.rate_path(access, path, ctx, Explain::Yes)
+    }
+
+    /// Rates a bash command: every simple command, redirection and unresolved part it contains.
+    ///
+    /// The first pass rates every finding without writing reasons; the reason is then written
+    /// for the one finding that decided (the first with the strictest verdict), by the same code.
+    pub fn check_bash(&self, command: &str, ctx: &Context<'_>) -> Decision {
+        let analysis = shell::analyze(command);
+        let mut best: Option<(Verdict, &Finding)> = None;
+        for finding in &analysis.findings {
+            let Some(d) = self.rate(finding, ctx, Explain::No) else {
+                continue;
+            };
+            if best.is_none_or(|(verdict, _)| d.verdict > verdict) {
+                best = Some((d.verdict, finding));
+                if d.verdict == Verdict::Deny {
+                    break;
+                }
+            }
+        }
+        best.and_then(|(_, finding)| self.rate(finding, ctx, Explain::Yes))
+            .unwrap_or_else(|| Decision {
+                verdict: Verdict::Allow,
+                reason: "the command runs nothing".into(),
+            })
+    }
+
+    fn rate(&self, finding: &Finding, ctx: &Context<'_>, ex: Explain) -> Option<Decision> {
+        match finding {
+            Finding::Command(c) => self.rate_command(c, ctx, ex),
+            Finding::Redirect(r) => Some(self.rate_redirect(r, ctx, ex)),
+            Finding::Unresolved { what, why } => Some(Decision {
+                verdict: Verdict::Ask,
+                reason: ex.say(|| format!("`{}`: {why}", clip(what))),
+            }),
+        }
+    }
+
+    fn rate_path(&self, access: Access, path: &str, ctx: &Context<'_>, ex: Explain) -> Decision {
         let abs = resolve(path, ctx);
         let in_home = ctx.home.and_then(|h| abs.strip_prefix(h).ok());
         let in_ws = abs.strip_prefix(ctx.workspace).ok();
@@ -107,83 +147,57 @@ impl Policy {
         match rules.last_match(&abs, in_home, in_ws) {
             Some(rule) => Decision {
                 verdict: rule.action,
-                reason: format!("{verb} {} matches {rule}", abs.display()),
+                reason: ex.say(|| format!("{verb} {} matches {rule}", abs.display())),
             },
             None => Decision {
                 verdict: self.default,
-                reason: format!(
-                    "{verb} {} matches no {} rule; the default is {}",
-                    abs.display(),
-                    rules_name(access),
-                    self.default
-                ),
+                reason: ex.say(|| {
+                    format!(
+                        "{verb} {} matches no {} rule; the default is {}",
+                        abs.display(),
+                        rules_name(access),
+                        self.default
+                    )
+                }),
             },
         }
     }
 
-    /// Rates a bash command: every simple command, redirection and unresolved part it contains.
-    pub fn check_bash(&self, command: &str, ctx: &Context<'_>) -> Decision {
-        let analysis = shell::analyze(command);
-        let mut best: Option<Decision> = None;
-        for finding in &analysis.findings {
-            let Some(d) = self.rate(finding, ctx) else {
-                continue;
-            };
-            if best.as_ref().is_none_or(|b| d.verdict > b.verdict) {
-                let deny = d.verdict == Verdict::Deny;
-                best = Some(d);
-                if deny {
-                    break;
-                }
-            }
-        }
-        best.unwrap_or_else(|| Decision {
-            verdict: Verdict::Allow,
-            reason: "the command runs nothing".into(),
-        })
-    }
-
-    fn rate(&self, finding: &Finding, ctx: &Context<'_>) -> Option<Decision> {
-        match finding {
-            Finding::Command(c) => self.rate_command(c, ctx),
-            Finding::Redirect(r) => Some(self.rate_redirect(r, ctx)),
-            Finding::Unresolved { what, why } => Some(Decision {
-                verdict: Verdict::Ask,
-                reason: format!("`{}`: {why}", clip(what)),
-            }),
-        }
-    }
-
-    fn rate_command(&self, c: &CommandUse, ctx: &Context<'_>) -> Option<Decision> {
+    fn rate_command(&self, c: &CommandUse, ctx: &Context<'_>, ex: Explain) -> Option<Decision> {
         let line = c.line();
-        let mut decision = match self.bash.last_match(&line) {
+        let rule = self.bash.last_match(&line);
+        let mut decision = match rule {
             Some(rule) => Some(Decision {
                 verdict: rule.action,
-                reason: format!("`{}` matches {rule}", clip(&line)),
+                reason: ex.say(|| format!("`{}` matches {rule}", clip(&line))),
             }),
             // A wrapper's own line counts only where a rule names it; the command inside is rated too.
             None if c.transparent => None,
             None => Some(Decision {
                 verdict: self.default,
-                reason: format!(
-                    "`{}` matches no bash rule; the default is {}",
-                    clip(&line),
-                    self.default
-                ),
+                reason: ex.say(|| {
+                    format!(
+                        "`{}` matches no bash rule; the default is {}",
+                        clip(&line),
+                        self.default
+                    )
+                }),
             }),
         };
         let verdict = |d: &Option<Decision>| d.as_ref().map_or(Verdict::Allow, |d| d.verdict);
-        let matched_rule = decision.is_some() && self.bash.last_match(&line).is_some();
         if let Some(cap) = c.cap
             && (verdict(&decision) < Verdict::Ask
-                || (!matched_rule && verdict(&decision) == Verdict::Ask))
+                || (rule.is_none() && verdict(&decision) == Verdict::Ask))
         {
             decision = Some(Decision {
                 verdict: Verdict::Ask,
-                reason: format!("`{}`: {cap}", clip(&line)),
+                reason: ex.say(|| format!("`{}`: {cap}", clip(&line))),
             });
         }
         // Arguments that name a protected file (`cat ~/.ssh/id_rsa`) raise the verdict.
+        if verdict(&decision) == Verdict::Deny {
+            return decision;
+        }
         for arg in c
             .argv
             .iter()
@@ -197,60 +211,82 @@ impl Policy {
             if value.is_empty() || value.starts_with('-') {
                 continue;
             }
-            let read = self.check_path(Access::Read, value, ctx);
+            let read = self.rate_path(Access::Read, value, ctx, ex);
             if read.verdict > verdict(&decision) {
-                let reason = format!("`{}` names a protected path: {}", clip(&line), read.reason);
                 decision = Some(Decision {
                     verdict: read.verdict,
-                    reason,
+                    reason: ex.say(|| {
+                        format!("`{}` names a protected path: {}", clip(&line), read.reason)
+                    }),
                 });
             }
         }
         decision
     }
 
-    fn rate_redirect(&self, r: &RedirectUse, ctx: &Context<'_>) -> Decision {
+    fn rate_redirect(&self, r: &RedirectUse, ctx: &Context<'_>, ex: Explain) -> Decision {
         let target = &r.target;
         let op = if r.write { ">" } else { "<" };
         if target.dynamic || target.has_glob() {
             return Decision {
                 verdict: Verdict::Ask,
-                reason: format!(
-                    "`{op} {}`: the redirection target is only known at run time",
-                    clip(&target.text)
-                ),
+                reason: ex.say(|| {
+                    format!(
+                        "`{op} {}`: the redirection target is only known at run time",
+                        clip(&target.text)
+                    )
+                }),
             };
         }
         if is_harmless_device(&target.text) {
             return Decision {
                 verdict: Verdict::Allow,
-                reason: format!("`{op} {}` opens no file", target.text),
+                reason: ex.say(|| format!("`{op} {}` opens no file", target.text)),
             };
         }
         let path = &target.text;
         if r.write {
-            let d = self.check_path(Access::Write, path, ctx);
+            let d = self.rate_path(Access::Write, path, ctx, ex);
             if d.verdict >= Verdict::Ask {
                 return Decision {
                     verdict: d.verdict,
-                    reason: format!("`> {}`: {}", clip(path), d.reason),
+                    reason: ex.say(|| format!("`> {}`: {}", clip(path), d.reason)),
                 };
             }
             // Writing files from bash asks even where the write_file tool would not: the policy
             // cannot see what else the command does to it.
             Decision {
                 verdict: Verdict::Ask,
-                reason: format!(
-                    "`> {}`: bash redirects to a file ask (use write_file to write files)",
-                    clip(path)
-                ),
+                reason: ex.say(|| {
+                    format!(
+                        "`> {}`: bash redirects to a file ask (use write_file to write files)",
+                        clip(path)
+                    )
+                }),
             }
         } else {
-            let d = self.check_path(Access::Read, path, ctx);
+            let d = self.rate_path(Access::Read, path, ctx, ex);
             Decision {
                 verdict: d.verdict,
-                reason: format!("`< {}`: {}", clip(path), d.reason),
+                reason: ex.say(|| format!("`< {}`: {}", clip(path), d.reason)),
             }
+        }
+    }
+}
+
+/// Whether to write the reason of a decision: only the deciding finding's reason is ever shown,
+/// and formatting one for every part of a compound command was most of the rating time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Explain {
+    Yes,
+    No,
+}
+
+impl Explain {
+    fn say(self, reason: impl FnOnce() -> String) -> String {
+        match self {
+            Explain::Yes => reason(),
+            Explain::No => String::new(),
         }
     }
 }

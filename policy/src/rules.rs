@@ -4,7 +4,7 @@
 //! where every error happens (a bad glob, an unknown key, a wrong verdict), each naming the file,
 //! the line and the rule. Matching a built policy cannot fail.
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use protocol::verdict::Verdict;
 use serde::Deserialize;
 use std::fmt;
@@ -231,11 +231,13 @@ impl PathRules {
     ) -> Option<&Rule> {
         let candidates = [Some(abs), in_home, in_workspace];
         let mut best: Option<usize> = None;
+        let mut hits = Vec::new();
         for ((set, owner), path) in self.sets.iter().zip(candidates) {
-            if let Some(path) = path {
-                for g in set.matches(path) {
-                    best = best.max(Some(owner[g]));
-                }
+            if let Some(path) = path
+                && !set.is_empty()
+            {
+                set.matches_candidate_into(&Candidate::new(path), &mut hits);
+                best = best.max(hits.iter().map(|&g| owner[g]).max());
             }
         }
         self.rules.get(best?)

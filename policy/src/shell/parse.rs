@@ -95,9 +95,10 @@ pub(super) fn analyze_text(text: &str, depth: usize, out: &mut Vec<Finding>) {
             why: "the command has a syntax error or a construct the parser cannot resolve",
         });
     }
-    // An explicit stack, not recursion: nesting depth is up to the input.
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
+    // One cursor walks the whole tree in source order (pre-order), without recursion: nesting
+    // depth is up to the input, and a cursor per node would cost more than the visit.
+    let mut cursor = root.walk();
+    loop {
         if out.len() >= MAX_FINDINGS {
             out.push(Finding::Unresolved {
                 what: excerpt_of(text),
@@ -105,10 +106,33 @@ pub(super) fn analyze_text(text: &str, depth: usize, out: &mut Vec<Finding>) {
             });
             return;
         }
+        let node = cursor.node();
         visit(node, text, depth, out);
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
+        if holds_more(node, text) && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
     }
+}
+
+/// Whether the walk must look inside `node` after visiting it.
+///
+/// A simple command's name, arguments and prefix assignments are read by [`command`] itself;
+/// anything else inside one that the walk rates — a substitution or expansion (`$`, `` ` ``), a
+/// redirection or process substitution (`<`, `>`), a subscript or `[[ ]]` (`[`), a parse error or
+/// a missing token — needs one of those characters or an error in the subtree. Plain commands are
+/// most of a compound command's tree, and stepping through their words was a third of the walk.
+fn holds_more(node: Node<'_>, src: &str) -> bool {
+    node.kind() != "command"
+        || node.has_error()
+        || src.get(node.byte_range()).is_none_or(|t| {
+            t.bytes()
+                .any(|b| matches!(b, b'$' | b'`' | b'<' | b'>' | b'['))
+        })
 }
 
 fn source(node: Node<'_>, src: &str) -> String {
@@ -255,11 +279,17 @@ fn has_arithmetic_test(node: Node<'_>, src: &str) -> bool {
 fn command(node: Node<'_>, src: &str, depth: usize, out: &mut Vec<Finding>) {
     let mut argv = Vec::new();
     let mut cursor = node.walk();
-    for (i, child) in node.children(&mut cursor).enumerate() {
-        match node.field_name_for_child(i as u32) {
-            Some("name") | Some("argument") => argv.push(word_of(child, src)),
-            _ if child.kind() == "variable_assignment" => check_assignment(child, src, out),
-            _ => {}
+    if cursor.goto_first_child() {
+        loop {
+            let child = cursor.node();
+            match cursor.field_name() {
+                Some("name") | Some("argument") => argv.push(word_of(child, src)),
+                _ if child.kind() == "variable_assignment" => check_assignment(child, src, out),
+                _ => {}
+            }
+            if !cursor.goto_next_sibling() {
+                break;
+            }
         }
     }
     if !argv.is_empty() {
