@@ -211,10 +211,8 @@ pub fn run() -> Result<i32> {
         let dispatcher = Arc::new(Dispatcher {
             policy: Arc::new(policy),
             mode: ApprovalMode::Never,
-            worker: worker_bin,
-            sandbox,
+            workers: worker::WorkerPool::new(worker_bin, sandbox, 1),
             home: std::env::var_os("HOME").map(PathBuf::from),
-            calls: AtomicU64::new(0),
             approver: crate::agent::approval::Approver::Nobody,
             approvals: AtomicU64::new(0),
         });

@@ -144,6 +144,11 @@ pub struct EnvVar {
 pub struct RunTool {
     /// The request.
     pub tool: ToolRequest,
+    /// A timeout for this call shorter than the spec's `limits.timeout_ms` (never longer: the
+    /// worker takes the smaller). Lets a worker locked down ahead of time serve a call whose
+    /// session deadline is closer than the default timeout.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
 }
 
 wire_enum! {

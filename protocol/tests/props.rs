@@ -243,8 +243,8 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_tool_requests_round_trip(req in tool_request()) {
-        both(&ToWorker::Run(RunTool { tool: req }));
+    fn arbitrary_tool_requests_round_trip(req in tool_request(), timeout_ms in any::<Option<u64>>()) {
+        both(&ToWorker::Run(RunTool { tool: req, timeout_ms }));
     }
 
     #[test]

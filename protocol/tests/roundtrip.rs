@@ -92,7 +92,12 @@ fn every_worker_message_round_trips_in_both_codecs() {
     );
     tools
         .into_iter()
-        .map(|tool| ToWorker::Run(protocol::worker::RunTool { tool }))
+        .map(|tool| {
+            ToWorker::Run(protocol::worker::RunTool {
+                tool,
+                timeout_ms: None,
+            })
+        })
         .for_each(|m| round_trip(&m));
     let from = common::from_worker();
     covers(

@@ -58,10 +58,8 @@ fn main() {
         let dispatcher = Arc::new(Dispatcher {
             policy: Arc::new(policy),
             mode: ApprovalMode::OnRisk,
-            worker: "/nonexistent/tool-worker".into(),
-            sandbox,
+            workers: agentd::worker::WorkerPool::new("/nonexistent/tool-worker".into(), sandbox, 0),
             home: None,
-            calls: AtomicU64::new(0),
             approver: agentd::agent::approval::Approver::Nobody,
             approvals: AtomicU64::new(0),
         });

@@ -80,8 +80,15 @@ pub fn run(args: impl Iterator<Item = String>) -> i32 {
     if channel.send(&FromWorker::Ready(report.clone())).is_err() {
         return EXIT_FAILED;
     }
+    let mut spec = spec;
     let tool = match channel.recv() {
-        Ok(ToWorker::Run(run)) => run.tool,
+        Ok(ToWorker::Run(run)) => {
+            // A call may shorten the timeout it was locked down with, never lengthen it.
+            if let Some(ms) = run.timeout_ms {
+                spec.limits.timeout_ms = spec.limits.timeout_ms.min(ms);
+            }
+            run.tool
+        }
         Ok(other) => {
             let message = format!("expected a tool request, got `{}`", other.variant_name());
             return failed(

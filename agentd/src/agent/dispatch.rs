@@ -3,7 +3,7 @@
 
 use super::approval::Approver;
 use super::tools;
-use crate::worker::run_tool;
+use crate::worker::WorkerPool;
 use policy::{Action, Context, Policy};
 use protocol::event::{ApprovalRequested, ApprovalResolved};
 use protocol::event::{
@@ -12,7 +12,6 @@ use protocol::event::{
 use protocol::ids::ApprovalId;
 use protocol::verdict::ApprovalDecision;
 use protocol::verdict::{ApprovalMode, Verdict};
-use protocol::worker::SandboxSpec;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,14 +40,11 @@ pub struct Dispatcher {
     pub policy: Arc<Policy>,
     /// The approval mode.
     pub mode: ApprovalMode,
-    /// The tool-worker binary.
-    pub worker: PathBuf,
-    /// The sandbox every call gets; `tmp_dir` is the session's, each call gets a directory in it.
-    pub sandbox: SandboxSpec,
+    /// The workers calls run in, and the sandbox every call gets (`tmp_dir` is the session's;
+    /// each call gets a directory in it).
+    pub workers: WorkerPool,
     /// The user's home, for `~` in policy rules.
     pub home: Option<PathBuf>,
-    /// Calls dispatched so far, to name per-call temp dirs.
-    pub calls: AtomicU64,
     /// Who answers `ask`.
     pub approver: Approver,
     /// Approval ids handed out.
@@ -96,7 +92,7 @@ impl Dispatcher {
             }
         };
         let ctx = Context {
-            workspace: &self.sandbox.workspace,
+            workspace: &self.workers.sandbox().workspace,
             home: self.home.as_deref(),
         };
         let decision = match self.mode {
@@ -165,30 +161,12 @@ impl Dispatcher {
                 }
             }
         }
-        let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.sandbox.tmp_dir.join(format!("call-{n}"));
-        if let Err(e) = std::fs::create_dir_all(&tmp) {
-            return refuse(
-                ToolStatus::Crashed,
-                format!(
-                    "The tool could not run: cannot create its temp dir {}: {e}",
-                    tmp.display()
-                ),
-            );
-        }
-        let mut spec = self.sandbox.clone();
-        spec.tmp_dir = tmp.clone();
-        for var in &mut spec.env {
-            if var.name == "TMPDIR" {
-                var.value = tmp.display().to_string();
-            }
-        }
-        if let Some(deadline) = deadline {
+        let timeout_ms = deadline.map(|deadline| {
             let left = deadline
                 .saturating_duration_since(Instant::now())
                 .max(Duration::from_millis(1));
-            spec.limits.timeout_ms = spec.limits.timeout_ms.min(left.as_millis() as u64);
-        }
+            left.as_millis() as u64
+        });
         let id = call.id.clone();
         let on_output = |text: &str| {
             emit(Event::ToolOutputDelta(ToolOutputDelta {
@@ -196,8 +174,7 @@ impl Dispatcher {
                 text: text.to_owned(),
             }))
         };
-        let result = run_tool(&self.worker, &spec, request, on_output).await;
-        let _ = std::fs::remove_dir_all(&tmp);
+        let result = self.workers.run(request, timeout_ms, on_output).await;
         match result {
             Ok(r) => {
                 let mut content = r.content;

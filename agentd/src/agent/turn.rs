@@ -101,7 +101,10 @@ impl Agent {
         limits: Limits,
         emit: Emit,
     ) -> Self {
-        let system = Message::text(Role::System, system_prompt(&dispatcher.sandbox.workspace));
+        let system = Message::text(
+            Role::System,
+            system_prompt(&dispatcher.workers.sandbox().workspace),
+        );
         Self {
             provider,
             model,

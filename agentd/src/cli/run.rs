@@ -46,6 +46,9 @@ pub struct RunArgs {
     /// Tool calls of one model message run at once.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_parallel: u32,
+    /// Tool-workers kept started and locked down ahead of the next call (0: start each at the call).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=16))]
+    pub ready_workers: u32,
     /// Config file ([provider], [policy]); default: $XDG_CONFIG_HOME/agentd/config.toml, else /etc/agentd/config.toml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -149,10 +152,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let dispatcher = Arc::new(Dispatcher {
         policy: Arc::new(policy),
         mode,
-        worker: worker_bin,
-        sandbox,
+        workers: worker::WorkerPool::new(worker_bin, sandbox, args.ready_workers as usize),
         home,
-        calls: AtomicU64::new(0),
         approver,
         approvals: AtomicU64::new(0),
     });
@@ -197,7 +198,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .build()
         .context("cannot start the async runtime")?;
     let mut agent = Agent::new(provider, settings.model.clone(), dispatcher, limits, emit);
-    let outcome = runtime.block_on(agent.run_turn(&args.prompt));
+    let outcome = runtime.block_on(async {
+        // Workers lock down while the model thinks about its first answer.
+        agent.dispatcher.workers.warm_up();
+        agent.run_turn(&args.prompt).await
+    });
     let _ = std::fs::remove_dir_all(&tmp);
     match format.as_str() {
         "json" => {

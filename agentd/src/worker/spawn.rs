@@ -11,7 +11,8 @@ use protocol::Encoding;
 use protocol::frame::FrameDecoder;
 use protocol::io::{FrameReader, IoError, write_message};
 use protocol::worker::{
-    FromWorker, RunTool, SandboxSpec, ToWorker, ToolRequest, ToolResult, WorkerFailure,
+    FromWorker, LockdownReport, RunTool, SandboxSpec, ToWorker, ToolRequest, ToolResult,
+    WorkerFailure,
 };
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -31,6 +32,14 @@ pub enum WorkerError {
     #[error("cannot start the tool-worker {path}: {source}")]
     Spawn {
         /// The binary.
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The call's private temp dir could not be made.
+    #[error("cannot create the call's temp dir {path}: {source}")]
+    TempDir {
+        /// The directory.
         path: PathBuf,
         #[source]
         source: std::io::Error,
@@ -91,8 +100,30 @@ pub async fn run_tool(
     worker: &std::path::Path,
     spec: &SandboxSpec,
     tool: ToolRequest,
-    mut on_output: impl FnMut(&str),
+    on_output: impl FnMut(&str),
 ) -> Result<ToolResult, WorkerError> {
+    start(worker, spec).await?.run(tool, None, on_output).await
+}
+
+/// A worker that has locked down as its spec asked and waits for its one request.
+#[derive(Debug)]
+pub struct ReadyWorker {
+    child: tokio::process::Child,
+    chan: FrameReader<UnixStream>,
+    group: Option<CallGroup>,
+    /// The spec's timeout; a call may shorten it.
+    timeout_ms: u64,
+    /// What the worker reported of its lockdown (always there once `start` returned it).
+    lockdown: Option<LockdownReport>,
+    /// Killed and reaped already.
+    ended: bool,
+}
+
+/// Starts a worker and waits until it has locked down as `spec` asks (or failed to).
+pub async fn start(
+    worker: &std::path::Path,
+    spec: &SandboxSpec,
+) -> Result<ReadyWorker, WorkerError> {
     let (ours, theirs) =
         std::os::unix::net::UnixStream::pair().map_err(|e| WorkerError::Spawn {
             path: worker.into(),
@@ -108,7 +139,7 @@ pub async fn run_tool(
     if std::env::current_exe().is_ok_and(|exe| exe == worker) {
         command.arg(SELF_HOSTED_WORKER_ARG);
     }
-    let mut child = command
+    let child = command
         .arg("--parent")
         .arg(std::process::id().to_string())
         .env_clear()
@@ -132,26 +163,137 @@ pub async fn run_tool(
         .map_err(|e| WorkerError::Protocol(e.to_string()))?;
     let stream = UnixStream::from_std(ours).map_err(|e| WorkerError::Protocol(e.to_string()))?;
     let mut chan = FrameReader::new(stream, FrameDecoder::default());
-    let outcome = converse(&mut chan, spec, tool, &mut on_output).await;
-    let outcome = match outcome {
-        Err(WorkerError::Died { .. }) | Err(WorkerError::Protocol(_)) => {
-            // Say how the worker ended, which is more useful than "connection closed".
-            let status = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
-                Ok(Ok(status)) => status.to_string(),
-                _ => "still running; killed".to_owned(),
-            };
-            match outcome {
-                Err(WorkerError::Died { .. }) => Err(WorkerError::Died { status }),
-                other => other,
+    let locked = lock_down(&mut chan, spec).await;
+    let mut ready = ReadyWorker {
+        child,
+        chan,
+        group,
+        timeout_ms: spec.limits.timeout_ms,
+        lockdown: None,
+        ended: false,
+    };
+    match locked {
+        Ok(report) => {
+            ready.lockdown = Some(report);
+            Ok(ready)
+        }
+        Err(e) => Err(ready.finish(e).await),
+    }
+}
+
+async fn lock_down(
+    chan: &mut FrameReader<UnixStream>,
+    spec: &SandboxSpec,
+) -> Result<LockdownReport, WorkerError> {
+    send(chan, &ToWorker::Spec(spec.clone())).await?;
+    match recv(chan, LOCKDOWN_TIMEOUT).await? {
+        FromWorker::Ready(report) => Ok(report),
+        FromWorker::Failed(failure) => Err(WorkerError::Lockdown(failure)),
+        other => Err(WorkerError::Protocol(format!(
+            "expected `ready`, got `{}`",
+            other.variant_name()
+        ))),
+    }
+}
+
+impl ReadyWorker {
+    /// What the worker reported of its lockdown.
+    pub fn lockdown(&self) -> Option<&LockdownReport> {
+        self.lockdown.as_ref()
+    }
+
+    /// Whether the worker is still there to take a request (a waiting worker can be killed).
+    pub fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Runs the worker's one call; `timeout_ms` may shorten the spec's timeout. `on_output`
+    /// receives output as it streams. The worker is gone when this returns.
+    pub async fn run(
+        mut self,
+        tool: ToolRequest,
+        timeout_ms: Option<u64>,
+        mut on_output: impl FnMut(&str),
+    ) -> Result<ToolResult, WorkerError> {
+        let timeout = timeout_ms.map_or(self.timeout_ms, |t| t.min(self.timeout_ms));
+        let outcome = self.converse(tool, timeout, &mut on_output).await;
+        match outcome {
+            Ok(result) => {
+                self.end().await;
+                Ok(result)
+            }
+            Err(e) => Err(self.finish(e).await),
+        }
+    }
+
+    async fn converse(
+        &mut self,
+        tool: ToolRequest,
+        timeout_ms: u64,
+        on_output: &mut impl FnMut(&str),
+    ) -> Result<ToolResult, WorkerError> {
+        let run = RunTool {
+            tool,
+            timeout_ms: Some(timeout_ms),
+        };
+        send(&mut self.chan, &ToWorker::Run(run)).await?;
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(timeout_ms) + RESULT_GRACE;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match recv(&mut self.chan, left).await? {
+                FromWorker::Output(chunk) => on_output(&chunk.text),
+                FromWorker::Result(result) => return Ok(result),
+                FromWorker::Failed(failure) => return Err(WorkerError::Lockdown(failure)),
+                FromWorker::Ready(_) => {
+                    return Err(WorkerError::Protocol("a second `ready`".into()));
+                }
             }
         }
-        other => other,
-    };
-    // The worker exits after its result; make sure of it either way.
-    let _ = child.start_kill();
-    let _ = child.wait().await;
-    drop(group);
-    outcome
+    }
+
+    /// Ends the worker after `error`, saying how it ended where that helps.
+    async fn finish(mut self, error: WorkerError) -> WorkerError {
+        let error = match error {
+            WorkerError::Died { .. } => {
+                // Say how the worker ended, which is more useful than "connection closed".
+                let status =
+                    match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
+                        Ok(Ok(status)) => status.to_string(),
+                        _ => "still running; killed".to_owned(),
+                    };
+                WorkerError::Died { status }
+            }
+            other => other,
+        };
+        self.end().await;
+        error
+    }
+
+    /// The worker exits after its result; make sure of it either way, then remove its cgroup.
+    async fn end(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+        drop(self.group.take());
+        self.ended = true;
+    }
+}
+
+impl Drop for ReadyWorker {
+    /// A worker dropped before its call ended (a pool going away, a cancelled call): kill it and
+    /// reap it briefly, so its cgroup can be removed; `end` has done this already otherwise.
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let _ = self.child.start_kill();
+        for _ in 0..200 {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 }
 
 async fn recv(
@@ -179,35 +321,4 @@ async fn send(chan: &mut FrameReader<UnixStream>, message: &ToWorker) -> Result<
     .map_err(|_| WorkerError::Died {
         status: String::new(),
     })
-}
-
-async fn converse(
-    chan: &mut FrameReader<UnixStream>,
-    spec: &SandboxSpec,
-    tool: ToolRequest,
-    on_output: &mut impl FnMut(&str),
-) -> Result<ToolResult, WorkerError> {
-    send(chan, &ToWorker::Spec(spec.clone())).await?;
-    match recv(chan, LOCKDOWN_TIMEOUT).await? {
-        FromWorker::Ready(_) => {}
-        FromWorker::Failed(failure) => return Err(WorkerError::Lockdown(failure)),
-        other => {
-            return Err(WorkerError::Protocol(format!(
-                "expected `ready`, got `{}`",
-                other.variant_name()
-            )));
-        }
-    }
-    send(chan, &ToWorker::Run(RunTool { tool })).await?;
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_millis(spec.limits.timeout_ms) + RESULT_GRACE;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match recv(chan, left).await? {
-            FromWorker::Output(chunk) => on_output(&chunk.text),
-            FromWorker::Result(result) => return Ok(result),
-            FromWorker::Failed(failure) => return Err(WorkerError::Lockdown(failure)),
-            FromWorker::Ready(_) => return Err(WorkerError::Protocol("a second `ready`".into())),
-        }
-    }
 }

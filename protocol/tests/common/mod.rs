@@ -245,6 +245,7 @@ pub fn to_worker() -> Vec<ToWorker> {
         ToWorker::Spec(spec()),
         ToWorker::Run(RunTool {
             tool: tool_requests().remove(0),
+            timeout_ms: Some(30_000),
         }),
     ]
 }

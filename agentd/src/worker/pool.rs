@@ -1,0 +1,213 @@
+//! Workers started and locked down ahead of their call, to take spawn and lockdown off the
+//! latency of a tool call.
+//!
+//! A session's calls share one sandbox spec but for the per-call temp dir and timeout. So the pool
+//! keeps up to `size` workers that have already been spawned, put in their cgroup, sent the spec
+//! with a temp dir of their own and have answered `ready`: they are locked down (Landlock, seccomp,
+//! PID namespace, no capabilities) and wait for their one request, which they have not seen. A
+//! call takes one, sends the request (with the call's shorter timeout, if any) and the worker is
+//! gone after its result, exactly as a fresh one. The pool is refilled in the background.
+//!
+//! What stays true: every worker serves exactly one call; its temp dir is its own and removed with
+//! it; a waiting worker that died is never used (the call starts a fresh one); when the background
+//! start fails, the pool stops refilling and calls start their own worker, so the error is the
+//! call's to report, not a loop of failing spawns. Waiting workers are the supervisor's processes,
+//! not any call's: they are killed (and their cgroups and temp dirs removed) when the pool is
+//! dropped.
+//!
+//! Mind `PR_SET_PDEATHSIG`: it fires when the *thread* that spawned the worker exits. Workers are
+//! spawned from tokio tasks, so from runtime threads that live as long as the runtime.
+
+use super::spawn::{ReadyWorker, WorkerError, start};
+use protocol::worker::{SandboxSpec, ToolRequest, ToolResult};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::Notify;
+
+/// Workers ready for the calls of one sandbox.
+#[derive(Debug)]
+pub struct WorkerPool {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    worker: PathBuf,
+    /// The spec every call gets; its `tmp_dir` is the root under which each worker gets its own.
+    template: SandboxSpec,
+    size: usize,
+    state: Mutex<State>,
+    /// Signalled whenever a background start ends.
+    changed: Notify,
+    /// Workers started so far, to name their temp dirs.
+    started: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    ready: VecDeque<Warm>,
+    starting: usize,
+    /// A background start failed: stop refilling until a call's own start succeeds.
+    broken: bool,
+}
+
+/// A ready worker and the temp dir it was locked down with.
+#[derive(Debug)]
+struct Warm {
+    worker: ReadyWorker,
+    tmp: CallDir,
+}
+
+/// A call's private temp dir, removed when dropped.
+#[derive(Debug)]
+struct CallDir(PathBuf);
+
+impl Drop for CallDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl WorkerPool {
+    /// A pool of up to `size` ready workers (0: every call starts its own) for calls in
+    /// `template`'s sandbox. `template.tmp_dir` is the directory under which each call gets its
+    /// own temp dir. Starts nothing until [`WorkerPool::warm_up`] or the first call.
+    pub fn new(worker: PathBuf, template: SandboxSpec, size: usize) -> Self {
+        WorkerPool {
+            inner: Arc::new(Inner {
+                worker,
+                template,
+                size,
+                state: Mutex::new(State::default()),
+                changed: Notify::new(),
+                started: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The sandbox every call gets (its `tmp_dir` is the root of the per-call temp dirs).
+    pub fn sandbox(&self) -> &SandboxSpec {
+        &self.inner.template
+    }
+
+    /// Starts workers in the background until `size` are ready or starting. Needs a tokio runtime;
+    /// outside one it does nothing.
+    pub fn warm_up(&self) {
+        Inner::refill(&self.inner);
+    }
+
+    /// How many workers are ready now.
+    pub fn ready(&self) -> usize {
+        self.inner.lock().ready.len()
+    }
+
+    /// Waits until no background start is in flight (for benchmarks and tests).
+    pub async fn settled(&self) {
+        loop {
+            let changed = self.inner.changed.notified();
+            if self.inner.lock().starting == 0 {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// Runs one call in a ready worker, or in one started for it when none is ready; then refills
+    /// the pool in the background. `timeout_ms` may shorten the sandbox's timeout.
+    pub async fn run(
+        &self,
+        tool: ToolRequest,
+        timeout_ms: Option<u64>,
+        on_output: impl FnMut(&str),
+    ) -> Result<ToolResult, WorkerError> {
+        let warm = self.inner.take();
+        Inner::refill(&self.inner);
+        let Warm { worker, tmp } = match warm {
+            Some(warm) => warm,
+            None => {
+                let warm = self.inner.start_one().await?;
+                self.inner.lock().broken = false;
+                warm
+            }
+        };
+        let result = worker.run(tool, timeout_ms, on_output).await;
+        drop(tmp);
+        result
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves a consistent queue behind; keep using it.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The oldest ready worker that is still alive.
+    fn take(&self) -> Option<Warm> {
+        let mut state = self.lock();
+        while let Some(mut warm) = state.ready.pop_front() {
+            if warm.worker.is_alive() {
+                return Some(warm);
+            }
+            tracing::warn!("a waiting tool-worker died before its call; discarded");
+        }
+        None
+    }
+
+    fn refill(this: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut state = this.lock();
+        if state.broken {
+            return;
+        }
+        let want = this.size.saturating_sub(state.ready.len() + state.starting);
+        state.starting += want;
+        drop(state);
+        for _ in 0..want {
+            let inner = Arc::clone(this);
+            runtime.spawn(async move {
+                let started = inner.start_one().await;
+                let mut state = inner.lock();
+                state.starting = state.starting.saturating_sub(1);
+                match started {
+                    Ok(warm) => state.ready.push_back(warm),
+                    Err(e) => {
+                        tracing::warn!("cannot start a tool-worker ahead of its call: {e}");
+                        state.broken = true;
+                    }
+                }
+                drop(state);
+                inner.changed.notify_waiters();
+            });
+        }
+    }
+
+    /// Starts one worker in a temp dir of its own and waits for it to be ready.
+    async fn start_one(&self) -> Result<Warm, WorkerError> {
+        let n = self.started.fetch_add(1, Ordering::Relaxed);
+        let tmp = CallDir(self.template.tmp_dir.join(format!("call-{n}")));
+        std::fs::create_dir_all(&tmp.0).map_err(|source| WorkerError::TempDir {
+            path: tmp.0.clone(),
+            source,
+        })?;
+        let spec = call_spec(&self.template, &tmp.0);
+        let worker = start(&self.worker, &spec).await?;
+        Ok(Warm { worker, tmp })
+    }
+}
+
+/// `template` with `tmp` as the call's temp dir (and `TMPDIR`).
+pub fn call_spec(template: &SandboxSpec, tmp: &Path) -> SandboxSpec {
+    let mut spec = template.clone();
+    spec.tmp_dir = tmp.to_path_buf();
+    for var in &mut spec.env {
+        if var.name == "TMPDIR" {
+            var.value = tmp.display().to_string();
+        }
+    }
+    spec
+}
