@@ -9,30 +9,16 @@ use protocol::worker::*;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-struct Fixture {
-    root: PathBuf,
-    ws: PathBuf,
-    tmp: PathBuf,
-}
+mod common;
+use common::{Dirs as Fixture, worker};
 
 impl Fixture {
-    fn new(label: &str) -> Self {
-        let root = std::env::temp_dir().join(format!("agentd-pool-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let (ws, tmp) = (root.join("ws"), root.join("tmp"));
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&tmp).unwrap();
-        Self { root, ws, tmp }
-    }
-
     fn pool(&self, size: usize) -> WorkerPool {
         self.pool_with(worker(), size)
     }
 
     fn pool_with(&self, worker: PathBuf, size: usize) -> WorkerPool {
-        let mut spec = agentd::worker::default_sandbox(self.ws.clone(), self.tmp.clone(), None);
-        spec.limits.timeout_ms = 10_000;
-        WorkerPool::new(worker, spec, size)
+        WorkerPool::new(worker, self.spec(), size)
     }
 
     /// Our child processes whose working directory is this fixture's workspace: the workers
@@ -66,16 +52,6 @@ impl Fixture {
     }
 }
 
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-fn worker() -> PathBuf {
-    agentd::worker::locate_worker().expect("the tool-worker binary is built beside the tests")
-}
-
 fn bash(command: &str) -> ToolRequest {
     ToolRequest::Bash(BashRequest {
         command: command.into(),
@@ -97,7 +73,7 @@ fn field<'a>(content: &'a str, key: &str) -> &'a str {
 
 #[tokio::test]
 async fn each_pooled_call_gets_its_own_locked_down_worker_and_temp_dir() {
-    let f = Fixture::new("fresh");
+    let f = Fixture::new("pool-fresh");
     let pool = f.pool(1);
     warm(&pool).await;
     assert_eq!(pool.ready(), 1, "one worker waits, locked down");
@@ -134,7 +110,7 @@ async fn each_pooled_call_gets_its_own_locked_down_worker_and_temp_dir() {
 
 #[tokio::test]
 async fn a_call_may_shorten_the_timeout_the_worker_was_locked_down_with() {
-    let f = Fixture::new("timeout");
+    let f = Fixture::new("pool-timeout");
     let pool = f.pool(1);
     warm(&pool).await;
     let start = Instant::now();
@@ -149,7 +125,7 @@ async fn a_call_may_shorten_the_timeout_the_worker_was_locked_down_with() {
 
 #[tokio::test]
 async fn a_waiting_worker_that_died_is_not_used() {
-    let f = Fixture::new("died");
+    let f = Fixture::new("pool-died");
     let pool = f.pool(1);
     warm(&pool).await;
     let waiting = f.waiting_workers();
@@ -169,7 +145,7 @@ async fn a_waiting_worker_that_died_is_not_used() {
 
 #[tokio::test]
 async fn a_pool_that_cannot_start_workers_fails_each_call_and_stops_refilling() {
-    let f = Fixture::new("broken");
+    let f = Fixture::new("pool-broken");
     let pool = f.pool_with(f.root.join("no-such-worker"), 2);
     warm(&pool).await;
     assert_eq!(pool.ready(), 0);
@@ -185,7 +161,7 @@ async fn a_pool_that_cannot_start_workers_fails_each_call_and_stops_refilling() 
 
 #[tokio::test]
 async fn dropping_the_pool_kills_waiting_workers_and_removes_their_temp_dirs() {
-    let f = Fixture::new("drop");
+    let f = Fixture::new("pool-drop");
     let pool = f.pool(2);
     warm(&pool).await;
     assert_eq!(pool.ready(), 2);
@@ -195,4 +171,24 @@ async fn dropping_the_pool_kills_waiting_workers_and_removes_their_temp_dirs() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(f.waiting_workers().is_empty());
     assert!(f.call_dirs().is_empty(), "{:?}", f.call_dirs());
+}
+
+#[tokio::test]
+async fn a_pooled_worker_refuses_what_a_fresh_one_refuses() {
+    let f = Fixture::new("pool-confined");
+    std::fs::write(f.root.join("outside.txt"), "OUTSIDE-SECRET\n").unwrap();
+    let pool = f.pool(1);
+    warm(&pool).await;
+    assert_eq!(pool.ready(), 1);
+    let attempt = "cat ../outside.txt; echo x > ../written.txt; echo x > /tmp/agentd-pool-shared; \
+                   echo ok > inside.txt && cat inside.txt";
+    let r = pool.run(bash(attempt), None, |_| {}).await.unwrap();
+    assert!(!r.content.contains("OUTSIDE-SECRET"), "{}", r.content);
+    assert!(!f.root.join("written.txt").exists());
+    assert!(!Path::new("/tmp/agentd-pool-shared").exists());
+    assert!(
+        r.content.ends_with("ok\n"),
+        "a plain command in the workspace still works: {}",
+        r.content
+    );
 }

@@ -7,45 +7,16 @@ use protocol::worker::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-struct Fixture {
-    root: PathBuf,
-    ws: PathBuf,
-    tmp: PathBuf,
-}
+mod common;
+use common::{Dirs as Fixture, worker};
 
 impl Fixture {
-    fn new(label: &str) -> Self {
-        let root =
-            std::env::temp_dir().join(format!("agentd-tools-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let (ws, tmp) = (root.join("ws"), root.join("tmp"));
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&tmp).unwrap();
-        std::fs::write(root.join("outside.txt"), "OUTSIDE-SECRET\n").unwrap();
-        Self { root, ws, tmp }
-    }
-
-    fn spec(&self) -> SandboxSpec {
-        let mut spec = agentd::worker::default_sandbox(self.ws.clone(), self.tmp.clone(), None);
-        spec.limits.timeout_ms = 10_000;
-        spec
-    }
-
+    /// One call through a fresh worker in this sandbox.
     async fn run(&self, tool: ToolRequest) -> ToolResult {
         run_tool(&worker(), &self.spec(), tool, |_| {})
             .await
             .unwrap()
     }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-fn worker() -> PathBuf {
-    agentd::worker::locate_worker().expect("the tool-worker binary is built beside the tests")
 }
 
 fn read(path: &str) -> ToolRequest {
@@ -74,7 +45,7 @@ fn replace(path: &str, old: &str, new: &str, all: bool) -> ToolRequest {
 
 #[tokio::test]
 async fn read_file_numbers_lines_pages_and_refuses_binary() {
-    let f = Fixture::new("read");
+    let f = Fixture::new("tools-read");
     std::fs::write(f.ws.join("a.txt"), "one\ntwo\nthree\nfour\n").unwrap();
     std::fs::write(f.ws.join("bin.dat"), [0u8, 1, 2, 3]).unwrap();
     let r = f.run(read("a.txt")).await;
@@ -116,7 +87,7 @@ async fn read_file_numbers_lines_pages_and_refuses_binary() {
 
 #[tokio::test]
 async fn write_file_creates_parents_keeps_mode_and_leaves_no_temp_file() {
-    let f = Fixture::new("write");
+    let f = Fixture::new("tools-write");
     let r = f.run(write("deep/er/new.txt", "hello\n")).await;
     assert!(!r.is_error, "{}", r.content);
     assert_eq!(
@@ -138,7 +109,7 @@ async fn write_file_creates_parents_keeps_mode_and_leaves_no_temp_file() {
 
 #[tokio::test]
 async fn str_replace_needs_exactly_one_match_unless_replace_all() {
-    let f = Fixture::new("edit");
+    let f = Fixture::new("tools-edit");
     std::fs::write(
         f.ws.join("lib.rs"),
         "fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n// a - b\n",
@@ -180,7 +151,7 @@ async fn str_replace_needs_exactly_one_match_unless_replace_all() {
 
 #[tokio::test]
 async fn list_glob_and_grep_honour_gitignore() {
-    let f = Fixture::new("search");
+    let f = Fixture::new("tools-search");
     for (path, text) in [
         ("src/main.rs", "fn main() {}\n"),
         ("src/lib.rs", "pub fn lib() {}\n"),
@@ -253,7 +224,8 @@ async fn list_glob_and_grep_honour_gitignore() {
 
 #[tokio::test]
 async fn file_tools_are_confined_by_the_kernel_not_by_path_strings() {
-    let f = Fixture::new("confine");
+    let f = Fixture::new("tools-confine");
+    std::fs::write(f.root.join("outside.txt"), "OUTSIDE-SECRET\n").unwrap();
     std::os::unix::fs::symlink(f.root.join("outside.txt"), f.ws.join("link.txt")).unwrap();
     let outside = f.root.join("outside.txt").display().to_string();
     for path in ["../outside.txt", outside.as_str(), "link.txt"] {
@@ -289,7 +261,7 @@ async fn file_tools_are_confined_by_the_kernel_not_by_path_strings() {
 
 #[tokio::test]
 async fn bash_output_streams_in_chunks_and_failures_are_results() {
-    let f = Fixture::new("bash");
+    let f = Fixture::new("tools-bash");
     let mut chunks = Vec::new();
     let tool = ToolRequest::Bash(BashRequest {
         command: "echo one; sleep 0.3; echo two >&2; exit 3".into(),
@@ -317,7 +289,7 @@ fn fake_worker(dir: &Path, name: &str, script: &str) -> PathBuf {
 
 #[tokio::test]
 async fn workers_that_die_garble_or_fail_lockdown_become_errors_not_hangs() {
-    let f = Fixture::new("broken");
+    let f = Fixture::new("tools-broken");
     let tool = || {
         ToolRequest::Bash(BashRequest {
             command: "true".into(),
@@ -354,7 +326,7 @@ async fn workers_that_die_garble_or_fail_lockdown_become_errors_not_hangs() {
 
 #[tokio::test]
 async fn a_worker_that_never_answers_is_killed_and_reported() {
-    let f = Fixture::new("hung");
+    let f = Fixture::new("tools-hung");
     let hangs = fake_worker(&f.root, "hangs", "exec sleep 60");
     let start = std::time::Instant::now();
     let outcome = run_tool(
