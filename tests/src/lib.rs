@@ -248,6 +248,23 @@ pub fn install_probe(workspace: &Path, who: As) {
     give(&dest, who);
 }
 
+/// Processes whose working directory is `dir`.
+pub fn processes_in(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let name = entry.file_name();
+        if !name.to_string_lossy().chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            found.push(format!("{}: {text}", name.to_string_lossy()));
+        }
+    }
+    found
+}
+
 /// Processes whose command line contains `marker`.
 pub fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::mock_llm::{MockLlm, Recorded, Reply, anthropic, gemini, openai};
-use agentd_e2e::{As, Dir, binary};
+use agentd_e2e::{As, Dir, binary, processes_in};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -108,6 +108,7 @@ fn fixture() -> Dir {
 }
 
 struct Run {
+    pid: u32,
     code: i32,
     stdout: String,
     stderr: String,
@@ -152,9 +153,14 @@ fn agent_run_with_config(
         .arg("--config")
         .arg(&config)
         .args(extra)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = out.id();
+    let out = out.wait_with_output().unwrap();
     Run {
+        pid,
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -298,6 +304,33 @@ fn six_turn_scenario(format: Format) {
             !req.raw_body.contains("sk-e2e"),
             "the key is only in headers"
         );
+    }
+    assert_nothing_left(&run, &ws);
+}
+
+/// After `agent run` exits: no worker (the pool's waiting one included) is left in the
+/// workspace, and its temp dirs and call cgroups are gone.
+fn assert_nothing_left(run: &Run, ws: &Dir) {
+    let ws_path = ws.0.canonicalize().unwrap();
+    assert_eq!(
+        processes_in(&ws_path),
+        Vec::<String>::new(),
+        "no worker outlives agent run"
+    );
+    let tmp = std::env::temp_dir().join(format!("agentd-run-{}", run.pid));
+    assert!(!tmp.exists(), "{} is left", tmp.display());
+    for hierarchy in ["pids/agentd", "memory/agentd", "agentd"] {
+        let Ok(entries) = std::fs::read_dir(std::path::Path::new("/sys/fs/cgroup").join(hierarchy))
+        else {
+            continue;
+        };
+        let prefix = format!("call-{}-", run.pid);
+        let left: Vec<String> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        assert!(left.is_empty(), "cgroups left in {hierarchy}: {left:?}");
     }
 }
 

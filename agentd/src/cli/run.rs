@@ -203,6 +203,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
         agent.dispatcher.workers.warm_up();
         agent.run_turn(&args.prompt).await
     });
+    // The pool's waiting worker is killed, reaped and its cgroup removed before its temp dir goes.
+    drop(agent);
     let _ = std::fs::remove_dir_all(&tmp);
     match format.as_str() {
         "json" => {
