@@ -30,7 +30,8 @@ pub fn resolve(path: &str, ctx: &Context<'_>) -> PathBuf {
 
 /// Folds `.` and `..` components without touching the filesystem; `..` stops at the root.
 pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
+    let mut out = PathBuf::with_capacity(path.as_os_str().len() + 1);
+    out.push("/");
     for component in path.components() {
         match component {
             Component::ParentDir => {

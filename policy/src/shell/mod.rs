@@ -61,7 +61,7 @@ pub struct CommandUse {
 impl CommandUse {
     /// The words joined by spaces: what rules match against (the name reduced to its base name).
     pub fn line(&self) -> String {
-        let mut line = String::new();
+        let mut line = String::with_capacity(self.argv.iter().map(|w| w.text.len() + 1).sum());
         for (i, w) in self.argv.iter().enumerate() {
             if i > 0 {
                 line.push(' ');
