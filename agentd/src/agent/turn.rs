@@ -154,16 +154,7 @@ impl Agent {
                         .await
                     {
                         Ok(r) => r,
-                        Err(_) => {
-                            return self.finish(
-                                out,
-                                FinishReason::Timeout,
-                                Some(format!(
-                                    "the turn ran past its {:?} limit",
-                                    self.limits.timeout.unwrap_or_default()
-                                )),
-                            );
-                        }
+                        Err(_) => return self.timed_out(out),
                     }
                 }
                 None => call.await,
@@ -210,14 +201,7 @@ impl Agent {
                 return self.finish(out, FinishReason::TokenBudget, Some(message));
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return self.finish(
-                    out,
-                    FinishReason::Timeout,
-                    Some(format!(
-                        "the turn ran past its {:?} limit",
-                        self.limits.timeout.unwrap_or_default()
-                    )),
-                );
+                return self.timed_out(out);
             }
         }
         let steps = self.limits.max_steps;
@@ -226,6 +210,15 @@ impl Agent {
             FinishReason::MaxSteps,
             Some(format!("stopped after {steps} steps")),
         )
+    }
+
+    /// Ends the turn at its wall-clock limit.
+    fn timed_out(&self, out: TurnOutcome) -> TurnOutcome {
+        let message = format!(
+            "the turn ran past its {:?} limit",
+            self.limits.timeout.unwrap_or_default()
+        );
+        self.finish(out, FinishReason::Timeout, Some(message))
     }
 
     fn finish(
