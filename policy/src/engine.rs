@@ -3,7 +3,7 @@
 
 use crate::paths::{Context, is_harmless_device, resolve};
 use crate::rules::{self, BashRules, PathRules, PolicyError, RawRules, RuleList};
-use crate::shell::{self, CommandUse, Finding, RedirectUse};
+use crate::shell::{self, CommandUse, Finding, RedirectUse, excerpt_of};
 use protocol::verdict::Verdict;
 use protocol::worker::ToolRequest;
 
@@ -131,7 +131,7 @@ impl Policy {
             Finding::Redirect(r) => Some(self.rate_redirect(r, ctx, ex)),
             Finding::Unresolved { what, why } => Some(Decision {
                 verdict: Verdict::Ask,
-                reason: ex.say(|| format!("`{}`: {why}", clip(what))),
+                reason: ex.say(|| format!("`{}`: {why}", excerpt_of(what))),
             }),
         }
     }
@@ -169,7 +169,7 @@ impl Policy {
         let mut decision = match rule {
             Some(rule) => Some(Decision {
                 verdict: rule.action,
-                reason: ex.say(|| format!("`{}` matches {rule}", clip(&line))),
+                reason: ex.say(|| format!("`{}` matches {rule}", excerpt_of(&line))),
             }),
             // A wrapper's own line counts only where a rule names it; the command inside is rated too.
             None if c.transparent => None,
@@ -178,7 +178,7 @@ impl Policy {
                 reason: ex.say(|| {
                     format!(
                         "`{}` matches no bash rule; the default is {}",
-                        clip(&line),
+                        excerpt_of(&line),
                         self.default
                     )
                 }),
@@ -191,7 +191,7 @@ impl Policy {
         {
             decision = Some(Decision {
                 verdict: Verdict::Ask,
-                reason: ex.say(|| format!("`{}`: {cap}", clip(&line))),
+                reason: ex.say(|| format!("`{}`: {cap}", excerpt_of(&line))),
             });
         }
         // Arguments that name a protected file (`cat ~/.ssh/id_rsa`) raise the verdict.
@@ -216,7 +216,11 @@ impl Policy {
                 decision = Some(Decision {
                     verdict: read.verdict,
                     reason: ex.say(|| {
-                        format!("`{}` names a protected path: {}", clip(&line), read.reason)
+                        format!(
+                            "`{}` names a protected path: {}",
+                            excerpt_of(&line),
+                            read.reason
+                        )
                     }),
                 });
             }
@@ -233,7 +237,7 @@ impl Policy {
                 reason: ex.say(|| {
                     format!(
                         "`{op} {}`: the redirection target is only known at run time",
-                        clip(&target.text)
+                        excerpt_of(&target.text)
                     )
                 }),
             };
@@ -250,7 +254,7 @@ impl Policy {
             if d.verdict >= Verdict::Ask {
                 return Decision {
                     verdict: d.verdict,
-                    reason: ex.say(|| format!("`> {}`: {}", clip(path), d.reason)),
+                    reason: ex.say(|| format!("`> {}`: {}", excerpt_of(path), d.reason)),
                 };
             }
             // Writing files from bash asks even where the write_file tool would not: the policy
@@ -260,7 +264,7 @@ impl Policy {
                 reason: ex.say(|| {
                     format!(
                         "`> {}`: bash redirects to a file ask (use write_file to write files)",
-                        clip(path)
+                        excerpt_of(path)
                     )
                 }),
             }
@@ -268,7 +272,7 @@ impl Policy {
             let d = self.rate_path(Access::Read, path, ctx, ex);
             Decision {
                 verdict: d.verdict,
-                reason: ex.say(|| format!("`< {}`: {}", clip(path), d.reason)),
+                reason: ex.say(|| format!("`< {}`: {}", excerpt_of(path), d.reason)),
             }
         }
     }
@@ -296,17 +300,4 @@ fn rules_name(access: Access) -> &'static str {
         Access::Read => "read",
         Access::Write => "write",
     }
-}
-
-/// Long text shortened for a reason string.
-fn clip(s: &str) -> String {
-    const MAX: usize = 120;
-    if s.len() <= MAX {
-        return s.to_owned();
-    }
-    let mut end = MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
 }

@@ -248,36 +248,30 @@ pub fn install_probe(workspace: &Path, who: As) {
     give(&dest, who);
 }
 
-/// Processes whose working directory is `dir`.
+/// Processes whose working directory is `dir`, as `pid: command line`.
 pub fn processes_in(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
-        let name = entry.file_name();
-        if !name.to_string_lossy().chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) {
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            found.push(format!("{}: {text}", name.to_string_lossy()));
-        }
-    }
-    found
+    processes(|proc_dir, _| std::fs::read_link(proc_dir.join("cwd")).is_ok_and(|cwd| cwd == dir))
 }
 
-/// Processes whose command line contains `marker`.
+/// Processes whose command line contains `marker`, as `pid: command line`.
 pub fn processes_with(marker: &str) -> Vec<String> {
+    processes(|_, cmdline| cmdline.contains(marker))
+}
+
+/// Every process for which `keep(/proc/PID, command line)` holds, as `pid: command line`.
+fn processes(keep: impl Fn(&Path, &str) -> bool) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
-        let name = entry.file_name();
-        if !name.to_string_lossy().chars().all(|c| c.is_ascii_digit()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
             continue;
         }
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if text.contains(marker) {
-                found.push(format!("{}: {text}", name.to_string_lossy()));
-            }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if keep(&entry.path(), &text) {
+            found.push(format!("{name}: {text}"));
         }
     }
     found

@@ -8,6 +8,7 @@
 //! into further findings ([`wrappers`]). Rating the findings against rules is the engine's job.
 
 mod parse;
+pub(crate) use parse::excerpt_of;
 pub use parse::{PARSE_BUDGET, parse_counting};
 pub mod words;
 mod wrappers;

@@ -144,8 +144,8 @@ fn excerpt(node: Node<'_>, src: &str) -> String {
     excerpt_of(src.get(node.byte_range()).unwrap_or(""))
 }
 
-/// At most 120 bytes of `text`, cut at a character boundary.
-pub(super) fn excerpt_of(text: &str) -> String {
+/// At most 120 bytes of `text`, cut at a character boundary: what messages and reasons quote.
+pub(crate) fn excerpt_of(text: &str) -> String {
     const MAX: usize = 120;
     if text.len() <= MAX {
         return text.to_owned();
