@@ -35,6 +35,31 @@ pub enum IdError {
     },
 }
 
+/// The conversions every validated string id has: from `String` through its `new` (which is how
+/// serde reads it), back into `String` (how serde writes it), and `Display` as the text itself.
+macro_rules! string_id_conversions {
+    ($id:ident) => {
+        impl TryFrom<String> for $id {
+            type Error = IdError;
+            fn try_from(s: String) -> Result<Self, IdError> {
+                Self::new(s)
+            }
+        }
+
+        impl From<$id> for String {
+            fn from(id: $id) -> String {
+                id.0
+            }
+        }
+
+        impl fmt::Display for $id {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
 /// A session's id: 1 to 64 characters of `[A-Za-z0-9_-]`, so it is safe as a file name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -83,24 +108,7 @@ impl SessionId {
     }
 }
 
-impl TryFrom<String> for SessionId {
-    type Error = IdError;
-    fn try_from(s: String) -> Result<Self, IdError> {
-        Self::new(s)
-    }
-}
-
-impl From<SessionId> for String {
-    fn from(id: SessionId) -> String {
-        id.0
-    }
-}
-
-impl fmt::Display for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+string_id_conversions!(SessionId);
 
 /// A tool call's id, as the model provider assigned it (`call_…`, `toolu_…`) or as the supervisor
 /// made it up when the provider gave none: 1 to 256 characters, no control characters.
@@ -148,24 +156,7 @@ impl ToolCallId {
     }
 }
 
-impl TryFrom<String> for ToolCallId {
-    type Error = IdError;
-    fn try_from(s: String) -> Result<Self, IdError> {
-        Self::new(s)
-    }
-}
-
-impl From<ToolCallId> for String {
-    fn from(id: ToolCallId) -> String {
-        id.0
-    }
-}
-
-impl fmt::Display for ToolCallId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+string_id_conversions!(ToolCallId);
 
 /// A request's id, chosen by the client; the response to it carries the same id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
