@@ -146,7 +146,7 @@ pub fn binary_for(name: &str, who: As) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("agentd-e2e-bin-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        for bin in ["agentd", "tool-worker"] {
+        for bin in ["agentd", "agent", "tool-worker"] {
             let (from, to) = (binary(bin), dir.join(bin));
             let _ = std::fs::remove_file(&to);
             if std::fs::hard_link(&from, &to).is_err() {
@@ -161,16 +161,22 @@ pub fn binary_for(name: &str, who: As) -> PathBuf {
 
 /// `agentd` as `who`, with a clean environment plus `env`.
 pub fn agentd_command(who: As, env: &[(&str, &str)]) -> Command {
-    let agentd = binary_for("agentd", who);
+    command_as("agentd", who, env)
+}
+
+/// One of the built binaries (`agentd`, `agent`) as `who`, with a clean environment (`PATH`,
+/// `HOME`, the tool-worker to use) plus `env`.
+pub fn command_as(name: &str, who: As, env: &[(&str, &str)]) -> Command {
+    let bin = binary_for(name, who);
     let mut cmd = match who {
-        As::Root => Command::new(&agentd),
+        As::Root => Command::new(&bin),
         As::User => {
             let u = test_user().unwrap();
             let mut c = Command::new("setpriv");
             c.arg(format!("--reuid={}", u.uid))
                 .arg(format!("--regid={}", u.gid))
                 .arg("--init-groups")
-                .arg(&agentd);
+                .arg(&bin);
             c
         }
     };

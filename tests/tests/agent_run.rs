@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::mock_llm::{MockLlm, Recorded, Reply, anthropic, gemini, openai};
-use agentd_e2e::{As, Dir, binary, processes_in};
+use agentd_e2e::{As, Dir, binary, command_as, give, processes_in, test_user};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -132,31 +132,46 @@ fn agent_run_with_config(
     extra: &[&str],
     more_config: &str,
 ) -> Run {
-    let home = Dir::new("home", As::Root);
+    agent_run_as(As::Root, mock, format, ws, extra, more_config)
+}
+
+fn agent_run_as(
+    who: As,
+    mock: &MockLlm,
+    format: Format,
+    ws: &Dir,
+    extra: &[&str],
+    more_config: &str,
+) -> Run {
+    let home = Dir::new("home", who);
     let config = home.0.join("config.toml");
     std::fs::write(
         &config,
         format!("{more_config}\n[policy]\nbash = [{{ pattern = \"python3 test_add.py\", action = \"allow\" }}, {{ pattern = \"sleep *\", action = \"allow\" }}]\n"),
     )
     .unwrap();
-    let out = std::process::Command::new(binary("agent"))
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", &home.0)
-        .env("PROVIDER", format.name())
-        .env("BASE_URL", mock.url())
-        .env("API_KEY", "sk-e2e")
-        .env("MODEL", "mock-model")
-        .env("AGENTD_TOOL_WORKER", binary("tool-worker"))
-        .args(["run", "-p", "make the tests pass", "--workspace"])
-        .arg(&ws.0)
-        .arg("--config")
-        .arg(&config)
-        .args(extra)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    give(&config, who);
+    let home_dir = home.0.display().to_string();
+    let out = command_as(
+        "agent",
+        who,
+        &[
+            ("HOME", home_dir.as_str()),
+            ("PROVIDER", format.name()),
+            ("BASE_URL", mock.url().as_str()),
+            ("API_KEY", "sk-e2e"),
+            ("MODEL", "mock-model"),
+        ],
+    )
+    .args(["run", "-p", "make the tests pass", "--workspace"])
+    .arg(&ws.0)
+    .arg("--config")
+    .arg(&config)
+    .args(extra)
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     let pid = out.id();
     let out = out.wait_with_output().unwrap();
     Run {
@@ -244,6 +259,10 @@ fn sent_text(req: &Recorded) -> String {
 }
 
 fn six_turn_scenario(format: Format) {
+    six_turn_scenario_as(As::Root, format);
+}
+
+fn six_turn_scenario_as(who: As, format: Format) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mock = rt.block_on(MockLlm::start(vec![
         format.calls(&[("read_file", json!({"path": "test_add.py"}))]),
@@ -257,7 +276,16 @@ fn six_turn_scenario(format: Format) {
         format.answer("Fixed: add() subtracted; it adds now and the test passes."),
     ]));
     let ws = fixture();
-    let run = agent_run(&mock, format, &ws, &["--output-format", "json"]);
+    give(&ws.0, who);
+    // add.py stays root's (writable by all): only a worker running as `who` makes the edited
+    // file `who`'s.
+    std::os::unix::fs::chown(ws.0.join("add.py"), Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(
+        ws.0.join("add.py"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o666),
+    )
+    .unwrap();
+    let run = agent_run_as(who, &mock, format, &ws, &["--output-format", "json"], "");
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let v = run.json();
     assert_eq!(v["finish_reason"], "done");
@@ -273,11 +301,19 @@ fn six_turn_scenario(format: Format) {
         ["ok", "error", "ok", "ok", "ok"],
         "the first test run fails, the second passes"
     );
-    // The repository afterwards.
+    // The repository afterwards, written by a worker running as `who` (the edit replaces the
+    // file, so its owner is whoever the worker ran as).
     assert_eq!(
         std::fs::read_to_string(ws.0.join("add.py")).unwrap(),
         "def add(a, b):\n    return a + b\n"
     );
+    let owner =
+        std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(ws.0.join("add.py")).unwrap());
+    let expected = match who {
+        As::Root => nix::unistd::geteuid().as_raw(),
+        As::User => test_user().unwrap().uid,
+    };
+    assert_eq!(owner, expected, "the edit was made as {who:?}");
     // What the model received.
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 6);
@@ -332,6 +368,16 @@ fn assert_nothing_left(run: &Run, ws: &Dir) {
             .collect();
         assert!(left.is_empty(), "cgroups left in {hierarchy}: {left:?}");
     }
+}
+
+/// The same session as an unprivileged user: workers (the pool's included) contain themselves
+/// with a user namespace, not as root.
+#[test]
+fn six_turn_scenario_as_an_unprivileged_user() {
+    if test_user().is_none() {
+        return; // not root: test_user() said the unprivileged variants are skipped
+    }
+    six_turn_scenario_as(As::User, Format::OpenAi);
 }
 
 #[test]
