@@ -36,6 +36,9 @@ pub struct Policy {
     bash: BashRules,
     read: PathRules,
     write: PathRules,
+    /// The strictest verdict a read can get (its rules' actions and the default): as high as an
+    /// argument naming a protected path can raise a command.
+    max_read: Verdict,
 }
 
 impl Policy {
@@ -56,12 +59,20 @@ impl Policy {
         if let Some((text, file)) = config {
             rules::load_into(&mut raw, text, file, false)?;
         }
+        let default = raw.default.unwrap_or(Verdict::Ask);
+        let read = rules::compile_paths(RuleList::Read, raw.read)?;
+        let max_read = read
+            .rules
+            .iter()
+            .map(|r| r.action)
+            .fold(default, Verdict::max);
         Ok(Self {
-            default: raw.default.unwrap_or(Verdict::Ask),
+            default,
             network: raw.network.unwrap_or(Verdict::Deny),
             bash: rules::compile_bash(raw.bash)?,
-            read: rules::compile_paths(RuleList::Read, raw.read)?,
+            read,
             write: rules::compile_paths(RuleList::Write, raw.write)?,
+            max_read,
         })
     }
 
@@ -102,32 +113,47 @@ impl Policy {
 
     /// Rates a bash command: every simple command, redirection and unresolved part it contains.
     ///
-    /// The first pass rates every finding without writing reasons; the reason is then written
-    /// for the one finding that decided (the first with the strictest verdict), by the same code.
+    /// First every finding is rated by its own rule alone. Arguments that name a protected path
+    /// (`cat ~/.ssh/id_rsa`) can raise a command at most to `max_read`, so they are rated only when
+    /// the strictest verdict so far is below that. Reasons are written once, by the same code, for
+    /// the finding that decided (the first with the strictest verdict).
     pub fn check_bash(&self, command: &str, ctx: &Context<'_>) -> Decision {
         let analysis = shell::analyze(command);
-        let mut best: Option<(Verdict, &Finding)> = None;
-        for finding in &analysis.findings {
-            let Some(d) = self.rate(finding, ctx, Explain::No) else {
-                continue;
-            };
-            if best.is_none_or(|(verdict, _)| d.verdict > verdict) {
-                best = Some((d.verdict, finding));
-                if d.verdict == Verdict::Deny {
-                    break;
+        let strictest = |args: Args| {
+            let mut best: Option<(Verdict, &Finding)> = None;
+            for finding in &analysis.findings {
+                let Some(d) = self.rate(finding, ctx, Explain::No, args) else {
+                    continue;
+                };
+                if best.is_none_or(|(verdict, _)| d.verdict > verdict) {
+                    best = Some((d.verdict, finding));
+                    if d.verdict == Verdict::Deny {
+                        break;
+                    }
                 }
             }
+            best
+        };
+        let mut best = strictest(Args::Skip);
+        if best.is_none_or(|(verdict, _)| verdict < self.max_read) {
+            best = strictest(Args::Rate);
         }
-        best.and_then(|(_, finding)| self.rate(finding, ctx, Explain::Yes))
+        best.and_then(|(_, finding)| self.rate(finding, ctx, Explain::Yes, Args::Rate))
             .unwrap_or_else(|| Decision {
                 verdict: Verdict::Allow,
                 reason: "the command runs nothing".into(),
             })
     }
 
-    fn rate(&self, finding: &Finding, ctx: &Context<'_>, ex: Explain) -> Option<Decision> {
+    fn rate(
+        &self,
+        finding: &Finding,
+        ctx: &Context<'_>,
+        ex: Explain,
+        args: Args,
+    ) -> Option<Decision> {
         match finding {
-            Finding::Command(c) => self.rate_command(c, ctx, ex),
+            Finding::Command(c) => self.rate_command(c, ctx, ex, args),
             Finding::Redirect(r) => Some(self.rate_redirect(r, ctx, ex)),
             Finding::Unresolved { what, why } => Some(Decision {
                 verdict: Verdict::Ask,
@@ -163,7 +189,13 @@ impl Policy {
         }
     }
 
-    fn rate_command(&self, c: &CommandUse, ctx: &Context<'_>, ex: Explain) -> Option<Decision> {
+    fn rate_command(
+        &self,
+        c: &CommandUse,
+        ctx: &Context<'_>,
+        ex: Explain,
+        args: Args,
+    ) -> Option<Decision> {
         let line = c.line();
         let rule = self.bash.last_match(&line);
         let mut decision = match rule {
@@ -195,7 +227,7 @@ impl Policy {
             });
         }
         // Arguments that name a protected file (`cat ~/.ssh/id_rsa`) raise the verdict.
-        if verdict(&decision) == Verdict::Deny {
+        if args == Args::Skip || verdict(&decision) >= self.max_read {
             return decision;
         }
         for arg in c
@@ -276,6 +308,13 @@ impl Policy {
             }
         }
     }
+}
+
+/// Whether a command's arguments are rated as paths it may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Args {
+    Rate,
+    Skip,
 }
 
 /// Whether to write the reason of a decision: only the deciding finding's reason is ever shown,

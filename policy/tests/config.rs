@@ -213,3 +213,42 @@ read = [
         Verdict::Ask
     );
 }
+
+#[test]
+fn an_argument_naming_a_denied_path_denies_even_beside_parts_that_ask() {
+    // Arguments are rated as paths only when they could still change the verdict: with a read
+    // rule that denies, a part that merely asks must not stop them being looked at.
+    let text = r#"
+[policy]
+read = [{ path = "secrets/**", action = "deny" }]
+"#;
+    let p = Policy::from_config(text, "c.toml").unwrap();
+    let c = ctx();
+    for command in [
+        "cat secrets/key.txt",
+        "echo $(date); cat secrets/key.txt",
+        "cat secrets/key.txt; echo $(date)",
+        "ls > out.txt && grep -r token secrets/key.txt",
+    ] {
+        let d = p.check_bash(command, &c);
+        assert_eq!(d.verdict, Verdict::Deny, "{command}: {}", d.reason);
+        assert!(
+            d.reason.contains("secrets/key.txt"),
+            "{command}: {}",
+            d.reason
+        );
+    }
+    // With the built-in rules a protected path asks, so a part that asks already decides.
+    let builtin = Policy::builtin().unwrap();
+    for command in ["cat ~/.ssh/id_rsa", "echo $(date); cat ~/.ssh/id_rsa"] {
+        assert_eq!(
+            builtin.check_bash(command, &c).verdict,
+            Verdict::Ask,
+            "{command}"
+        );
+    }
+    assert_eq!(
+        builtin.check_bash("cat README.md; ls src", &c).verdict,
+        Verdict::Allow
+    );
+}
