@@ -340,3 +340,60 @@ fn rules_name(access: Access) -> &'static str {
         Access::Write => "write",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// The verdict with every argument of every command rated as a path: what `check_bash` must
+    /// agree with, though it skips arguments that cannot change the verdict.
+    fn exhaustive(policy: &Policy, command: &str, ctx: &Context<'_>) -> Verdict {
+        shell::analyze(command)
+            .findings
+            .iter()
+            .filter_map(|f| policy.rate(f, ctx, Explain::No, Args::Rate))
+            .map(|d| d.verdict)
+            .max()
+            .unwrap_or(Verdict::Allow)
+    }
+
+    #[test]
+    fn skipping_arguments_never_changes_a_verdict() {
+        let ctx = Context {
+            workspace: Path::new("/work/project"),
+            home: Some(Path::new("/home/dev")),
+        };
+        let denying = "[policy]\nread = [{ path = \"**/*.key\", action = \"deny\" }, \
+                       { path = \"~/.ssh/**\", action = \"deny\" }]\n";
+        let policies = [
+            Policy::builtin().unwrap(),
+            Policy::from_config(denying, "test.toml").unwrap(),
+        ];
+        let table = include_str!("../tests/data/cases.txt");
+        let extra = [
+            "echo $(date); cat a.key",
+            "cat a.key; echo $(date)",
+            "ls > out; cat ~/.ssh/id_rsa",
+            "sudo ls; cat x.key",
+        ];
+        let commands = table
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                l.split_once(char::is_whitespace)
+                    .map_or("", |(_, c)| c.trim_start())
+            })
+            .map(|c| c.replace('⏎', "\n"))
+            .chain(extra.iter().map(|c| c.to_string()));
+        let mut checked = 0;
+        for command in commands {
+            for policy in &policies {
+                let got = policy.check_bash(&command, &ctx).verdict;
+                assert_eq!(got, exhaustive(policy, &command, &ctx), "{command}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 900, "only {checked} checks");
+    }
+}
