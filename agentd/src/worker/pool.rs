@@ -201,7 +201,7 @@ impl Inner {
 }
 
 /// `template` with `tmp` as the call's temp dir (and `TMPDIR`).
-pub fn call_spec(template: &SandboxSpec, tmp: &Path) -> SandboxSpec {
+fn call_spec(template: &SandboxSpec, tmp: &Path) -> SandboxSpec {
     let mut spec = template.clone();
     spec.tmp_dir = tmp.to_path_buf();
     for var in &mut spec.env {

@@ -11,8 +11,7 @@ use protocol::Encoding;
 use protocol::frame::FrameDecoder;
 use protocol::io::{FrameReader, IoError, write_message};
 use protocol::worker::{
-    FromWorker, LockdownReport, RunTool, SandboxSpec, ToWorker, ToolRequest, ToolResult,
-    WorkerFailure,
+    FromWorker, RunTool, SandboxSpec, ToWorker, ToolRequest, ToolResult, WorkerFailure,
 };
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -113,8 +112,6 @@ pub struct ReadyWorker {
     group: Option<CallGroup>,
     /// The spec's timeout; a call may shorten it.
     timeout_ms: u64,
-    /// What the worker reported of its lockdown (always there once `start` returned it).
-    lockdown: Option<LockdownReport>,
     /// Killed and reaped already.
     ended: bool,
 }
@@ -164,19 +161,16 @@ pub async fn start(
     let stream = UnixStream::from_std(ours).map_err(|e| WorkerError::Protocol(e.to_string()))?;
     let mut chan = FrameReader::new(stream, FrameDecoder::default());
     let locked = lock_down(&mut chan, spec).await;
-    let mut ready = ReadyWorker {
+    let ready = ReadyWorker {
         child,
         chan,
         group,
         timeout_ms: spec.limits.timeout_ms,
-        lockdown: None,
         ended: false,
     };
+    // The lockdown report is not kept here: every result carries it to the model's caller.
     match locked {
-        Ok(report) => {
-            ready.lockdown = Some(report);
-            Ok(ready)
-        }
+        Ok(()) => Ok(ready),
         Err(e) => Err(ready.finish(e).await),
     }
 }
@@ -184,10 +178,10 @@ pub async fn start(
 async fn lock_down(
     chan: &mut FrameReader<UnixStream>,
     spec: &SandboxSpec,
-) -> Result<LockdownReport, WorkerError> {
+) -> Result<(), WorkerError> {
     send(chan, &ToWorker::Spec(spec.clone())).await?;
     match recv(chan, LOCKDOWN_TIMEOUT).await? {
-        FromWorker::Ready(report) => Ok(report),
+        FromWorker::Ready(_) => Ok(()),
         FromWorker::Failed(failure) => Err(WorkerError::Lockdown(failure)),
         other => Err(WorkerError::Protocol(format!(
             "expected `ready`, got `{}`",
@@ -197,11 +191,6 @@ async fn lock_down(
 }
 
 impl ReadyWorker {
-    /// What the worker reported of its lockdown.
-    pub fn lockdown(&self) -> Option<&LockdownReport> {
-        self.lockdown.as_ref()
-    }
-
     /// Whether the worker is still there to take a request (a waiting worker can be killed).
     pub fn is_alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
