@@ -29,6 +29,12 @@ pub struct SandboxArgs {
     /// Address-space limit, in bytes or with a K, M or G suffix.
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub memory: Option<u64>,
+    /// Also readable (and executable), like `sandbox.read_paths` in the config; repeatable.
+    #[arg(long = "read-path", value_name = "PATH")]
+    pub read_paths: Vec<PathBuf>,
+    /// Also writable, like `sandbox.write_paths` in the config; repeatable.
+    #[arg(long = "write-path", value_name = "PATH")]
+    pub write_paths: Vec<PathBuf>,
     /// Print the lockdown achieved (to stderr).
     #[arg(long)]
     pub verbose: bool,
@@ -65,6 +71,17 @@ fn shell_quote(word: &str) -> String {
         return word.to_owned();
     }
     format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// `paths` made absolute and resolved; an error names the flag and the path that does not exist.
+fn absolute(paths: &[PathBuf], flag: &str) -> Result<Vec<PathBuf>> {
+    paths
+        .iter()
+        .map(|p| {
+            p.canonicalize()
+                .with_context(|| format!("{flag} {}: no such file or directory", p.display()))
+        })
+        .collect()
 }
 
 /// A private directory for one call, removed when dropped.
@@ -143,6 +160,8 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
     spec.profile = profile;
     spec.network = args.network;
     spec.limits = limits;
+    spec.read_paths = absolute(&args.read_paths, "--read-path")?;
+    spec.write_paths = absolute(&args.write_paths, "--write-path")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
