@@ -21,24 +21,25 @@ impl Fixture {
         WorkerPool::new(worker, self.spec(), size)
     }
 
-    /// Our child processes whose working directory is this fixture's workspace: the workers
-    /// waiting in its pool (a worker enters the workspace when it reads its spec).
+    /// The workers waiting in this fixture's pool: our child processes whose own child (the
+    /// worker as its PID namespace's init, which enters the workspace) works in the workspace.
     fn waiting_workers(&self) -> Vec<i32> {
-        let me = std::process::id().to_string();
-        std::fs::read_dir("/proc")
+        let me = std::process::id() as i32;
+        let all: Vec<(i32, Option<i32>)> = std::fs::read_dir("/proc")
             .unwrap()
             .filter_map(Result::ok)
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .map(|pid| (pid, parent_of(pid)))
+            .collect();
+        all.iter()
+            .filter(|(_, ppid)| *ppid == Some(me))
+            .map(|(pid, _)| *pid)
             .filter(|pid| {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                // Fields after the command name (which may hold spaces): state, ppid, …
-                let ppid = stat
-                    .rsplit(')')
-                    .next()
-                    .and_then(|rest| rest.split_whitespace().nth(1));
-                ppid == Some(me.as_str())
-                    && std::fs::read_link(format!("/proc/{pid}/cwd"))
-                        .is_ok_and(|cwd| cwd == self.ws)
+                all.iter().any(|(child, ppid)| {
+                    *ppid == Some(*pid)
+                        && std::fs::read_link(format!("/proc/{child}/cwd"))
+                            .is_ok_and(|cwd| cwd == self.ws)
+                })
             })
             .collect()
     }
@@ -50,6 +51,13 @@ impl Fixture {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect()
     }
+}
+
+/// The parent of `pid`, from `/proc/PID/stat`.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces): state, ppid, …
+    stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn bash(command: &str) -> ToolRequest {

@@ -83,7 +83,26 @@ pub struct SandboxSpec {
     pub env: Vec<EnvVar>,
     /// Refuse to run when Landlock cannot be enforced (the default); `false` only by explicit config.
     pub require_landlock: bool,
+    /// Paths inside the writable roots (workspace and `write_paths`, not `tmp_dir`) that stay
+    /// read-only although their parent is writable: relative to each root, `*` matching one path
+    /// component (`.git/modules/*/hooks`). [`DEFAULT_PROTECTED_PATHS`] unless configured.
+    #[serde(default)]
+    pub protected_paths: Vec<String>,
 }
+
+/// What a call may not change inside its writable roots, because something outside the sandbox
+/// runs or trusts it later: git's hooks and config (`core.hooksPath`, `core.fsmonitor`, aliases),
+/// also of submodules and linked worktrees, and the editors' per-project settings and tasks.
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
+    ".git/hooks",
+    ".git/config",
+    ".git/modules/*/hooks",
+    ".git/modules/*/config",
+    ".git/worktrees/*/hooks",
+    ".git/worktrees/*/config",
+    ".vscode",
+    ".idea",
+];
 
 /// Resource limits of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -299,6 +318,16 @@ pub struct LockdownReport {
     pub capabilities_cleared: bool,
     /// How the call's processes are contained, e.g. `pid namespace + cgroup v2`.
     pub containment: String,
+    /// Whether the call has a mount namespace of its own: the tree read-only but for the writable
+    /// roots, homes and shared temp dirs hidden, a fresh `/proc` and a private `/dev/shm`.
+    #[serde(default)]
+    pub mount_namespace: bool,
+    /// Whether the call has an IPC namespace of its own (SysV IPC, POSIX message queues).
+    #[serde(default)]
+    pub ipc_namespace: bool,
+    /// The protected paths that existed and were made read-only for this call.
+    #[serde(default)]
+    pub protected: Vec<PathBuf>,
     /// The uid the tool runs as.
     pub uid: u32,
     /// The gid the tool runs as.
@@ -328,8 +357,10 @@ pub enum WorkerStep {
     Setsid,
     /// Arranging to die with the supervisor.
     ParentDeathSignal,
-    /// Entering the PID namespace / cgroup.
+    /// Entering the PID, IPC and mount namespaces (and the user namespace when unprivileged).
     Containment,
+    /// Building the call's view of the filesystem in its mount namespace.
+    Mounts,
     /// Setting resource limits.
     Rlimits,
     /// Dropping to the session owner's uid and gids.

@@ -60,19 +60,6 @@ pub fn run(args: impl Iterator<Item = String>) -> i32 {
             );
         }
     };
-    if let Err(e) = std::env::set_current_dir(&spec.workspace) {
-        let message = format!(
-            "cannot enter the workspace {}: {e}",
-            spec.workspace.display()
-        );
-        return failed(
-            &mut channel,
-            WorkerFailure {
-                step: WorkerStep::ReadSpec,
-                message,
-            },
-        );
-    }
     let report = match lockdown::lock_down(&spec) {
         Ok(report) => report,
         Err(f) => return failed(&mut channel, f),

@@ -118,11 +118,45 @@ impl CallGroup {
     }
 }
 
+impl CallGroup {
+    /// Kills every process still in the group: `cgroup.kill` on v2, each pid of `cgroup.procs`
+    /// on v1. The worker is its PID namespace's parent, and the namespace's init (killed by
+    /// `PR_SET_PDEATHSIG` when the worker dies) may still be exiting when the worker is reaped.
+    fn kill_all(&self) {
+        for dir in &self.dirs {
+            if std::fs::write(dir.join("cgroup.kill"), "1").is_ok() {
+                continue;
+            }
+            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}
+
 impl Drop for CallGroup {
     fn drop(&mut self) {
+        self.kill_all();
         for dir in &self.dirs {
-            // Empty once the worker and its namespace are gone; a leftover is harmless.
-            let _ = std::fs::remove_dir(dir);
+            // Empty once the worker and its namespace are gone, which takes a moment after a
+            // kill; a leftover after that is logged and harmless.
+            let mut removed = std::fs::remove_dir(dir);
+            for wait_ms in [1, 2, 5, 10, 20, 50, 100] {
+                match &removed {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+                        removed = std::fs::remove_dir(dir);
+                    }
+                    _ => break,
+                }
+            }
+            if let Err(e) = removed {
+                tracing::warn!("cannot remove the call's cgroup {}: {e}", dir.display());
+            }
         }
     }
 }

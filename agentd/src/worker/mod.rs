@@ -32,5 +32,9 @@ pub fn default_sandbox(workspace: PathBuf, tmp_dir: PathBuf, home: Option<&Path>
         run_as: None,
         env,
         require_landlock: true,
+        protected_paths: protocol::worker::DEFAULT_PROTECTED_PATHS
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect(),
     }
 }

@@ -177,6 +177,9 @@ pub fn lockdown() -> LockdownReport {
         no_new_privs: true,
         capabilities_cleared: true,
         containment: "pid namespace + cgroup v2".into(),
+        mount_namespace: true,
+        ipc_namespace: true,
+        protected: vec!["/home/ana/project/.git/hooks".into()],
         uid: 1000,
         gid: 1000,
         warnings: vec![],
@@ -202,6 +205,7 @@ pub fn spec() -> SandboxSpec {
             value: "/usr/bin:/bin".into(),
         }],
         require_landlock: true,
+        protected_paths: vec![".git/hooks".into(), ".git/modules/*/config".into()],
     }
 }
 

@@ -1,12 +1,22 @@
-//! Containment: no process a tool call starts outlives it.
+//! Containment: no process a tool call starts outlives it, and nothing it makes is shared.
 //!
-//! The worker enters a new PID namespace (through a new user namespace when it is not root). Its
-//! first child, the tool's `sh`, is that namespace's init: when it exits or is killed, the kernel
-//! kills every process left in the namespace — `setsid`, double forks and `nohup … &` included.
-//! The child also gets `PR_SET_PDEATHSIG`, so the namespace dies with the worker, and the worker
-//! dies with the supervisor.
+//! The worker unshares PID, IPC and (unless the profile is `full-access`) mount namespaces —
+//! through a new user namespace when it is not root — and then forks: the child is the new PID
+//! namespace's init and goes on as the worker; the parent only waits for it and exits with its
+//! status. Why fork: `unshare(CLONE_NEWPID)` moves only the caller's *children* into the new
+//! namespace, and a procfs mounted by the caller would still show the host's processes; only the
+//! namespace's first process can mount a `/proc` that shows the call's own.
+//!
+//! As init, the worker outlives everything the tool starts; when it exits (after its result, or
+//! killed with the supervisor's `SIGKILL` on the parent, which reaches it as `PR_SET_PDEATHSIG`),
+//! the kernel kills every process left in the namespace — `setsid`, double forks and `nohup … &`
+//! included. The IPC namespace gives the call its own SysV shared memory, semaphores and message
+//! queues and POSIX message queues, all gone with it.
 
 use nix::sched::{CloneFlags, unshare};
+use nix::sys::signal::Signal;
+use nix::unistd::{ForkResult, fork};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 
 /// How containment was achieved, for the lockdown report.
 pub const PID_NAMESPACE: &str = "pid namespace";
@@ -32,26 +42,51 @@ pub enum ContainError {
         #[source]
         source: std::io::Error,
     },
+    /// Becoming the namespace's init failed.
+    #[error("starting the PID namespace's init: {step}: {source}")]
+    Init {
+        /// The step.
+        step: &'static str,
+        #[source]
+        source: nix::Error,
+    },
 }
 
-/// Enters a new PID namespace (and a user namespace mapping our own ids when not root).
-pub fn enter(is_root: bool) -> Result<&'static str, ContainError> {
+/// The namespaces entered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Namespaces {
+    /// [`PID_NAMESPACE`] or [`USER_PID_NAMESPACE`].
+    pub how: &'static str,
+    /// Whether a mount namespace was entered.
+    pub mount: bool,
+}
+
+/// Enters new PID and IPC namespaces, a mount namespace when `mounts`, and a user namespace
+/// mapping only our own ids when not root. Call [`become_init`] next.
+pub fn enter(is_root: bool, mounts: bool) -> Result<Namespaces, ContainError> {
+    let mut flags = CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC;
+    let mut names = "CLONE_NEWPID | CLONE_NEWIPC";
+    if mounts {
+        flags |= CloneFlags::CLONE_NEWNS;
+        names = "CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS";
+    }
     if is_root {
-        unshare(CloneFlags::CLONE_NEWPID).map_err(|source| ContainError::Unshare {
-            flags: "CLONE_NEWPID",
+        unshare(flags).map_err(|source| ContainError::Unshare {
+            flags: names,
             source,
         })?;
-        return Ok(PID_NAMESPACE);
+        return Ok(Namespaces {
+            how: PID_NAMESPACE,
+            mount: mounts,
+        });
     }
     let (uid, gid) = (
         nix::unistd::getuid().as_raw(),
         nix::unistd::getgid().as_raw(),
     );
-    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID).map_err(|source| {
-        ContainError::Unshare {
-            flags: "CLONE_NEWUSER | CLONE_NEWPID",
-            source,
-        }
+    unshare(flags | CloneFlags::CLONE_NEWUSER).map_err(|source| ContainError::Unshare {
+        flags: "CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC [| CLONE_NEWNS]",
+        source,
     })?;
     let write = |file: &'static str, text: String| {
         std::fs::write(file, text).map_err(|source| ContainError::IdMap { file, source })
@@ -59,5 +94,62 @@ pub fn enter(is_root: bool) -> Result<&'static str, ContainError> {
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
-    Ok(USER_PID_NAMESPACE)
+    Ok(Namespaces {
+        how: USER_PID_NAMESPACE,
+        mount: mounts,
+    })
+}
+
+fn init_err(step: &'static str) -> impl FnOnce(nix::Error) -> ContainError {
+    move |source| ContainError::Init { step, source }
+}
+
+/// Forks after [`enter`]: returns in the child, the new PID namespace's init, which dies with its
+/// parent. The parent never returns: it closes every descriptor (the channel is the child's
+/// alone), waits for the child and exits with its status.
+pub fn become_init() -> Result<(), ContainError> {
+    // A descriptor of ourselves, inherited by the child: it becomes readable when we exit, the
+    // one way the child can check on a parent outside its PID namespace (where getppid() is 0).
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; no memory.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0u32) };
+    if raw < 0 {
+        return Err(init_err("pidfd_open")(nix::Error::last()));
+    }
+    let raw = i32::try_from(raw).map_err(|_| init_err("pidfd_open")(nix::Error::EBADF))?;
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+    let parent = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: the worker is single-threaded, so the child may run any code after fork.
+    match unsafe { fork() }.map_err(init_err("fork"))? {
+        ForkResult::Parent { child } => wait_and_exit(child),
+        ForkResult::Child => {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+                .map_err(init_err("PR_SET_PDEATHSIG"))?;
+            let mut fds = [nix::poll::PollFd::new(
+                parent.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            let exited = nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO)
+                .map_err(init_err("poll"))?;
+            if exited != 0 {
+                return Err(init_err("the worker's parent is gone")(nix::Error::ESRCH));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The parent's whole remaining life.
+fn wait_and_exit(child: nix::unistd::Pid) -> ! {
+    // SAFETY: close_range only closes descriptors; this process uses none of them from here on.
+    unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
+    let code = loop {
+        match nix::sys::wait::waitpid(child, None) {
+            Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => break code,
+            Ok(nix::sys::wait::WaitStatus::Signaled(_, sig, _)) => break 128 + sig as i32,
+            Ok(_) | Err(nix::Error::EINTR) => continue,
+            Err(_) => break crate::EXIT_FAILED,
+        }
+    };
+    // SAFETY: _exit ends the process at once; nothing of ours needs running destructors.
+    unsafe { libc::_exit(code) }
 }

@@ -178,8 +178,12 @@ fn etc_paths() -> Vec<PathBuf> {
     out
 }
 
-/// Builds and enforces the ruleset for `spec`. Returns what was achieved.
-pub fn enforce(spec: &SandboxSpec) -> Result<(LandlockStatus, Option<u32>), LandlockError> {
+/// Builds and enforces the ruleset for `spec`. `private_shm`: `/dev/shm` is the call's own
+/// (the mount namespace made it), so it is writable like the temp dir. Returns what was achieved.
+pub fn enforce(
+    spec: &SandboxSpec,
+    private_shm: bool,
+) -> Result<(LandlockStatus, Option<u32>), LandlockError> {
     let abi = kernel_abi();
     if spec.profile == SandboxProfile::FullAccess {
         return Ok((LandlockStatus::NotRequested, abi));
@@ -210,6 +214,9 @@ pub fn enforce(spec: &SandboxSpec) -> Result<(LandlockStatus, Option<u32>), Land
         read | AccessFs::WriteFile,
     )?;
     created = add_paths(created, [spec.tmp_dir.clone()], all)?;
+    if private_shm {
+        created = add_paths(created, [PathBuf::from("/dev/shm")], all)?;
+    }
     let workspace_access = match spec.profile {
         SandboxProfile::ReadOnly => read,
         _ => all,

@@ -2,7 +2,9 @@
 //! its step so the supervisor can say exactly what could not be done.
 //!
 //! Why this order: fds are closed and the session left before anything else; containment needs
-//! privileges (CAP_SYS_ADMIN, or a fresh user namespace), so it comes before dropping them; limits
+//! privileges (CAP_SYS_ADMIN, or a fresh user namespace), so it comes before dropping them; the
+//! mounts are made by the PID namespace's init (for its `/proc`), and the workspace is entered
+//! only after them (a directory entered before stays on the old, writable mount); limits
 //! before the uid change, since a lowered hard limit cannot be raised afterwards anyway;
 //! capabilities are cleared after the uid change (which itself needs CAP_SETUID); `no_new_privs`
 //! before Landlock and seccomp, which need it when unprivileged; seccomp last, because it forbids
@@ -13,10 +15,13 @@ pub mod contain;
 pub mod identity;
 pub mod landlock;
 pub mod limits;
+pub mod mounts;
 pub mod process;
 pub mod seccomp;
 
-use protocol::worker::{LandlockStatus, LockdownReport, SandboxSpec, WorkerFailure, WorkerStep};
+use protocol::worker::{
+    LandlockStatus, LockdownReport, SandboxProfile, SandboxSpec, WorkerFailure, WorkerStep,
+};
 
 fn fail(step: WorkerStep, e: impl std::fmt::Display) -> WorkerFailure {
     WorkerFailure {
@@ -41,14 +46,33 @@ pub fn lock_down(spec: &SandboxSpec) -> Result<LockdownReport, WorkerFailure> {
     let drop_to = spec.run_as.as_ref().filter(|_| is_root);
     let will_be_root = is_root && drop_to.is_none_or(|r| r.uid == 0);
 
-    let containment = contain::enter(is_root).map_err(|e| fail(WorkerStep::Containment, e))?;
+    let wants_mounts = spec.profile != SandboxProfile::FullAccess;
+    let namespaces =
+        contain::enter(is_root, wants_mounts).map_err(|e| fail(WorkerStep::Containment, e))?;
+    contain::become_init().map_err(|e| fail(WorkerStep::Containment, e))?;
+    let protected = if namespaces.mount {
+        mounts::set_up(spec).map_err(|e| fail(WorkerStep::Mounts, e))?
+    } else {
+        Vec::new()
+    };
+    std::env::set_current_dir(&spec.workspace).map_err(|e| {
+        fail(
+            WorkerStep::Mounts,
+            format!("cannot enter the workspace {}: {e}", spec.workspace.display()),
+        )
+    })?;
     limits::apply(&spec.limits, will_be_root).map_err(|e| fail(WorkerStep::Rlimits, e))?;
     if let Some(who) = drop_to {
         identity::drop_to(who).map_err(|e| fail(WorkerStep::DropUser, e))?;
     }
+    // Files the tools create get the usual modes, whatever the supervisor's umask; and no process
+    // of the same uid may read this one's memory or descriptors (`/proc/1/fd/…`).
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
+    process::not_dumpable().map_err(|e| fail(WorkerStep::Capabilities, e))?;
     caps::clear_all().map_err(|e| fail(WorkerStep::Capabilities, e))?;
     process::no_new_privs().map_err(|e| fail(WorkerStep::NoNewPrivs, e))?;
-    let (landlock, abi) = landlock::enforce(spec).map_err(|e| fail(WorkerStep::Landlock, e))?;
+    let (landlock, abi) = landlock::enforce(spec, namespaces.mount)
+        .map_err(|e| fail(WorkerStep::Landlock, e))?;
     seccomp::install(spec.network).map_err(|e| fail(WorkerStep::Seccomp, e))?;
 
     match landlock {
@@ -67,7 +91,10 @@ pub fn lock_down(spec: &SandboxSpec) -> Result<LockdownReport, WorkerFailure> {
         seccomp: true,
         no_new_privs: true,
         capabilities_cleared: caps::all_clear(),
-        containment: containment.to_owned(),
+        containment: namespaces.how.to_owned(),
+        mount_namespace: namespaces.mount,
+        ipc_namespace: true,
+        protected,
         uid: nix::unistd::getuid().as_raw(),
         gid: nix::unistd::getgid().as_raw(),
         warnings,

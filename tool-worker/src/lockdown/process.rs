@@ -60,3 +60,12 @@ pub fn no_new_privs() -> Result<(), ProcessError> {
         source,
     })
 }
+
+/// `PR_SET_DUMPABLE 0`: processes of the same uid cannot ptrace this one or open its
+/// `/proc/<pid>/fd`, `mem` or `environ`. After the uid change, which resets the flag.
+pub fn not_dumpable() -> Result<(), ProcessError> {
+    nix::sys::prctl::set_dumpable(false).map_err(|source| ProcessError {
+        step: "PR_SET_DUMPABLE",
+        source,
+    })
+}

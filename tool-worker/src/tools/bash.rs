@@ -6,7 +6,7 @@ use crate::channel::Channel;
 use crate::output::Capped;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{WaitStatus, waitpid};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, dup2_stderr, dup2_stdin, dup2_stdout, execve, fork, pipe};
 use protocol::worker::{FromWorker, LockdownReport, OutputChunk, SandboxSpec, ToolResult};
 use std::ffi::CString;
@@ -93,45 +93,16 @@ pub fn run(
     drop(devnull);
 
     let timeout = Duration::from_millis(spec.limits.timeout_ms);
+    let deadline = start + timeout;
     let cap = usize::try_from(spec.limits.output_cap_bytes).unwrap_or(usize::MAX);
-    let mut capped = Capped::new(cap);
-    let mut streamed = 0u64;
-    let mut timed_out = false;
-    let mut pipe = std::fs::File::from(read_end);
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let left = timeout.saturating_sub(start.elapsed());
-        if left.is_zero() {
-            timed_out = true;
-            // The child is the namespace's init: killing it kills everything the command started.
-            let _ = kill(child, Signal::SIGKILL);
-            break;
-        }
-        let ms = u16::try_from(left.as_millis().min(10_000)).unwrap_or(10_000);
-        let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
-        match poll(&mut fds, PollTimeout::from(ms)) {
-            Ok(0) | Err(nix::Error::EINTR) => continue,
-            Ok(_) => {}
-            Err(_) => break,
-        }
-        match pipe.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                capped.push(&buf[..n]);
-                if streamed < STREAM_LIMIT {
-                    streamed += n as u64;
-                    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
-                    let _ = channel.send(&FromWorker::Output(OutputChunk { text }));
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        }
-    }
-    // After a timeout the pipe may still hold output; whatever is left is dropped with it.
-    let exit_code = reap(child);
-    let bytes_seen = capped.total();
-    let (mut content, truncated) = capped.finish();
+    let mut output = Output {
+        capped: Capped::new(cap),
+        streamed: 0,
+        pipe: Some(std::fs::File::from(read_end)),
+    };
+    let (exit_code, timed_out) = watch(child, deadline, &mut output, channel);
+    let bytes_seen = output.capped.total();
+    let (mut content, truncated) = output.capped.finish();
     if timed_out {
         content.push_str(&format!(
             "\n[timed out after {} s: the command and everything it started were killed. Narrow the command (fewer files, a smaller test filter) or raise the timeout.]",
@@ -147,6 +118,127 @@ pub fn run(
         bytes_seen,
         duration_ms: start.elapsed().as_millis() as u64,
         lockdown,
+    }
+}
+
+/// The command's output as it is collected.
+struct Output {
+    capped: Capped,
+    streamed: u64,
+    /// The read end, until it reports end of file.
+    pipe: Option<std::fs::File>,
+}
+
+impl Output {
+    /// Reads what is there; closes the pipe at end of file or on an error.
+    fn read(&mut self, buf: &mut [u8], channel: &mut Channel) {
+        let Some(pipe) = self.pipe.as_mut() else {
+            return;
+        };
+        match pipe.read(buf) {
+            Ok(0) => self.pipe = None,
+            Ok(n) => {
+                self.capped.push(&buf[..n]);
+                if self.streamed < STREAM_LIMIT {
+                    self.streamed += n as u64;
+                    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    let _ = channel.send(&FromWorker::Output(OutputChunk { text }));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => self.pipe = None,
+        }
+    }
+}
+
+/// Collects output until the command has exited and the pipe is closed, or the deadline: the
+/// whole call, waiting included, is bounded by it. When the command exits, whatever it left
+/// running is killed (the worker is the PID namespace's init), so background processes holding
+/// the pipe cannot stretch the call; on the deadline everything is killed. Returns the exit code
+/// (124 on timeout, like `timeout(1)`) and whether the deadline struck.
+fn watch(
+    child: Pid,
+    deadline: Instant,
+    output: &mut Output,
+    channel: &mut Channel,
+) -> (Option<i32>, bool) {
+    let exited = pidfd(child);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut code: Option<Option<i32>> = None;
+    loop {
+        if code.is_some() && output.pipe.is_none() {
+            break;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            kill_everything(child);
+            let _ = reap(child);
+            return (Some(124), true);
+        }
+        let ms = u16::try_from(left.as_millis().min(10_000)).unwrap_or(10_000);
+        let mut fds = Vec::with_capacity(2);
+        if let Some(pipe) = &output.pipe {
+            fds.push(PollFd::new(pipe.as_fd(), PollFlags::POLLIN));
+        }
+        let watch_exit = code.is_none() && exited.is_some();
+        if let (true, Some(fd)) = (watch_exit, &exited) {
+            fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+        }
+        if fds.is_empty() {
+            // No pidfd (an old kernel) and the pipe is closed: wait for the command as before.
+            code = Some(reap(child));
+            continue;
+        }
+        match poll(&mut fds, PollTimeout::from(ms)) {
+            Ok(0) | Err(nix::Error::EINTR) => continue,
+            Ok(_) => {}
+            Err(_) => {
+                kill_everything(child);
+                return (reap(child), false);
+            }
+        }
+        let ready: Vec<bool> = fds
+            .iter()
+            .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+            .collect();
+        drop(fds);
+        let pipe_ready = output.pipe.is_some() && ready.first().copied().unwrap_or(false);
+        let exit_ready = watch_exit && ready.last().copied().unwrap_or(false);
+        if pipe_ready {
+            output.read(&mut buf, channel);
+        }
+        if exit_ready {
+            code = Some(reap(child));
+            // What the command left behind holds no pipe open past this point.
+            kill_everything(child);
+        }
+    }
+    (code.flatten(), false)
+}
+
+/// A pidfd for `child`, readable when it exits; `None` where the kernel has none.
+fn pidfd(child: Pid) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; no memory.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, child.as_raw(), 0u32) };
+    let raw = i32::try_from(raw).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) })
+}
+
+/// Kills the command and everything in the PID namespace. As the namespace's init (pid 1) the
+/// worker signals every other process in it with `kill(-1)`; anywhere else `kill(-1)` would
+/// reach every process of the uid, so then only the command is killed (its own namespace, if it
+/// is init of one, goes with it). Zombies left to init are reaped.
+fn kill_everything(child: Pid) {
+    let _ = kill(child, Signal::SIGKILL);
+    if nix::unistd::getpid().as_raw() == 1 {
+        let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+        while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
     }
 }
 

@@ -1,0 +1,282 @@
+//! Reading the [`View`] a call gets from its spec and the machine: which directories exist to be
+//! hidden, which roots exist (and whether the host has them read-only), and which protected paths
+//! exist inside the writable roots.
+
+use super::plan::{Root, View};
+use protocol::worker::{SandboxProfile, SandboxSpec};
+use std::path::{Component, Path, PathBuf};
+
+/// Directories hidden behind an empty, read-only tmpfs: homes (root's and every user's), the
+/// shared temp dirs another local user can write to, mounted media, spools and agentd's own
+/// config and state. Landlock already refuses reading them; hidden, they cannot be listed,
+/// watched (inotify) or probed with `stat` either. A writable root or read path under one of them
+/// is carried over into the empty mount.
+pub const HIDDEN: &[&str] = &[
+    "/home",
+    "/root",
+    "/tmp",
+    "/var/tmp",
+    "/mnt",
+    "/media",
+    "/srv",
+    "/run/user",
+    "/run/agentd",
+    "/var/mail",
+    "/var/spool",
+    "/var/lib/agentd",
+    "/etc/agentd",
+];
+
+/// Upper bound of the private `/dev/shm`; the spec's memory limit when lower.
+const SHM_MAX_BYTES: u64 = 1 << 30;
+
+impl View {
+    /// The view `spec` asks for, as this machine has it.
+    pub fn read(spec: &SandboxSpec) -> View {
+        let writable_paths: Vec<&Path> = match spec.profile {
+            SandboxProfile::ReadOnly => vec![spec.tmp_dir.as_path()],
+            _ => std::iter::once(spec.workspace.as_path())
+                .chain(std::iter::once(spec.tmp_dir.as_path()))
+                .chain(spec.write_paths.iter().map(PathBuf::as_path))
+                .collect(),
+        };
+        let mut readable_paths: Vec<&Path> = spec.read_paths.iter().map(PathBuf::as_path).collect();
+        if spec.profile == SandboxProfile::ReadOnly {
+            readable_paths.push(&spec.workspace);
+        }
+        let writable: Vec<Root> = writable_paths.into_iter().filter_map(root).collect();
+        let readable: Vec<Root> = readable_paths.into_iter().filter_map(root).collect();
+        let kept: Vec<&Path> = writable
+            .iter()
+            .chain(&readable)
+            .map(|r| r.path.as_path())
+            .collect();
+        let hidden = HIDDEN
+            .iter()
+            .map(PathBuf::from)
+            .filter(|h| std::fs::symlink_metadata(h).is_ok_and(|m| m.is_dir()))
+            // A hidden dir inside (or equal to) a kept path would take away what was granted.
+            .filter(|h| !kept.iter().any(|k| h.starts_with(k)))
+            .collect();
+        let (protected, pins) = protected_in(spec, &writable);
+        View {
+            hidden,
+            writable,
+            readable,
+            protected,
+            pins,
+            shm: Path::new("/dev/shm").is_dir(),
+            shm_bytes: spec.limits.memory_bytes.min(SHM_MAX_BYTES),
+        }
+    }
+}
+
+/// `path` as a root, if it exists.
+fn root(path: &Path) -> Option<Root> {
+    let path = path.canonicalize().ok()?;
+    let meta = std::fs::metadata(&path).ok()?;
+    Some(Root {
+        host_read_only: nix::sys::statvfs::statvfs(&path)
+            .is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY)),
+        is_dir: meta.is_dir(),
+        path,
+    })
+}
+
+/// The protected paths that exist inside the writable roots (canonical, deduplicated, sorted),
+/// and the directories between each and its root that pin it in place.
+pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let tmp = spec.tmp_dir.canonicalize().ok();
+    let mut protected = Vec::new();
+    for root in writable.iter().filter(|r| r.is_dir) {
+        if tmp.as_deref() == Some(root.path.as_path()) {
+            continue;
+        }
+        for pattern in &spec.protected_paths {
+            for found in expand(&root.path, pattern) {
+                // Follow symlinks: what git reads is the target. A target outside every writable
+                // root is read-only already.
+                let Ok(real) = found.canonicalize() else {
+                    continue;
+                };
+                if writable.iter().any(|w| real.starts_with(&w.path) && real != w.path) {
+                    protected.push(real);
+                }
+            }
+        }
+    }
+    protected.sort();
+    protected.dedup();
+    let mut pins = Vec::new();
+    for path in &protected {
+        let Some(root) = writable
+            .iter()
+            .filter(|w| path.starts_with(&w.path))
+            .max_by_key(|w| w.path.components().count())
+        else {
+            continue;
+        };
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if d == root.path || !d.starts_with(&root.path) {
+                break;
+            }
+            pins.push(d.to_path_buf());
+            dir = d.parent();
+        }
+    }
+    pins.sort();
+    pins.dedup();
+    // A protected directory is read-only already; pinning inside it would be a second mount.
+    pins.retain(|p| !protected.iter().any(|q| p.starts_with(q)));
+    (protected, pins)
+}
+
+/// The existing paths under `root` that `pattern` names: relative, `/`-separated, each
+/// component literal or a glob matching one name (`.git/modules/*/hooks`). Absolute patterns
+/// and `..` name nothing.
+pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
+    let rel = Path::new(pattern);
+    if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return Vec::new();
+    }
+    let mut found = vec![root.to_path_buf()];
+    for component in rel.components() {
+        let Component::Normal(name) = component else {
+            return Vec::new();
+        };
+        let name = name.to_string_lossy();
+        let mut next = Vec::new();
+        if name.contains(['*', '?', '[']) {
+            let Ok(glob) = globset::Glob::new(&name) else {
+                return Vec::new();
+            };
+            let matcher = glob.compile_matcher();
+            for dir in &found {
+                let Ok(entries) = std::fs::read_dir(dir) else {
+                    continue;
+                };
+                for entry in entries.filter_map(Result::ok) {
+                    if matcher.is_match(entry.file_name()) {
+                        next.push(entry.path());
+                    }
+                }
+            }
+        } else {
+            for dir in &found {
+                let candidate = dir.join(name.as_ref());
+                if std::fs::symlink_metadata(&candidate).is_ok() {
+                    next.push(candidate);
+                }
+            }
+        }
+        found = next;
+        if found.is_empty() {
+            break;
+        }
+    }
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(label: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "agentd-view-{label}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.canonicalize().unwrap()
+    }
+
+    fn spec_for(ws: &Path) -> SandboxSpec {
+        SandboxSpec {
+            workspace: ws.to_path_buf(),
+            tmp_dir: ws.join("tmp"),
+            profile: SandboxProfile::WorkspaceWrite,
+            network: false,
+            read_paths: vec![],
+            write_paths: vec![],
+            limits: Default::default(),
+            run_as: None,
+            env: vec![],
+            require_landlock: true,
+            protected_paths: protocol::worker::DEFAULT_PROTECTED_PATHS
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn patterns_expand_to_what_exists_and_never_leave_the_root() {
+        let ws = scratch("expand");
+        for d in [".git/hooks", ".git/modules/a/hooks", ".git/modules/b"] {
+            std::fs::create_dir_all(ws.join(d)).unwrap();
+        }
+        assert_eq!(expand(&ws, ".git/hooks"), vec![ws.join(".git/hooks")]);
+        assert_eq!(
+            expand(&ws, ".git/modules/*/hooks"),
+            vec![ws.join(".git/modules/a/hooks")]
+        );
+        assert!(expand(&ws, ".vscode").is_empty());
+        assert!(expand(&ws, "../etc").is_empty());
+        assert!(expand(&ws, "/etc").is_empty());
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn protected_paths_are_found_resolved_and_pinned() {
+        let ws = scratch("protected");
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::write(ws.join(".git/config"), "").unwrap();
+        std::fs::create_dir_all(ws.join(".git/modules/sub/hooks")).unwrap();
+        std::fs::create_dir_all(ws.join("tools/editor")).unwrap();
+        std::os::unix::fs::symlink("tools/editor", ws.join(".vscode")).unwrap();
+        std::fs::create_dir_all(ws.join("tmp")).unwrap();
+        let spec = spec_for(&ws);
+        let view = View::read(&spec);
+        assert_eq!(
+            view.protected,
+            vec![
+                ws.join(".git/config"),
+                ws.join(".git/hooks"),
+                ws.join(".git/modules/sub/hooks"),
+                ws.join("tools/editor"),
+            ],
+            "a symlinked protected path protects its target inside the workspace"
+        );
+        assert_eq!(
+            view.pins,
+            vec![
+                ws.join(".git"),
+                ws.join(".git/modules"),
+                ws.join(".git/modules/sub"),
+                ws.join("tools"),
+            ]
+        );
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_symlink_out_of_the_roots_protects_nothing_more() {
+        let ws = scratch("outside");
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::os::unix::fs::symlink("/usr/share", ws.join(".git/hooks")).unwrap();
+        let view = View::read(&spec_for(&ws));
+        assert!(view.protected.is_empty(), "{view:?}");
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_hidden_dir_inside_a_kept_path_stays_visible() {
+        let mut spec = spec_for(Path::new("/"));
+        spec.tmp_dir = "/nonexistent-agentd-tmp".into();
+        let view = View::read(&spec);
+        assert!(view.hidden.is_empty(), "{view:?}");
+    }
+}
