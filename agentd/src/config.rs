@@ -1,5 +1,5 @@
 //! The config file (`/etc/agentd/config.toml`, `$XDG_CONFIG_HOME/agentd/config.toml`, or
-//! `--config`): `[provider]` and `[policy]` so far. Unknown sections and keys are errors that name
+//! `--config`): `[provider]`, `[policy]` and `[sandbox]`. Unknown sections and keys are errors that name
 //! the key, the file and the line — a typo never silently falls back to a default.
 
 use serde::Deserialize;
@@ -13,6 +13,75 @@ pub struct ConfigFile {
     pub provider: Option<ProviderSection>,
     /// The policy; validated by the policy crate, which reports its own errors.
     pub policy: Option<toml::Table>,
+    /// The sandbox every call gets.
+    pub sandbox: Option<SandboxSection>,
+}
+
+/// `[sandbox]`: what the calls' sandbox grants beyond the workspace, and what it protects in it.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// Absolute paths also readable (a toolchain, a cache).
+    #[serde(default)]
+    pub read_paths: Vec<std::path::PathBuf>,
+    /// Absolute paths also writable.
+    #[serde(default)]
+    pub write_paths: Vec<std::path::PathBuf>,
+    /// Paths inside the writable roots kept read-only, relative, `*` matching one component;
+    /// replaces the defaults (`.git/hooks`, `.git/config`, … — see `docs/security.md`).
+    pub protected_paths: Option<Vec<toml::Spanned<String>>>,
+}
+
+impl SandboxSection {
+    /// Applies the section to `spec`; an invalid entry is an error naming it, the file and line.
+    pub fn apply(
+        &self,
+        spec: &mut protocol::worker::SandboxSpec,
+        text: &str,
+        path: &str,
+    ) -> Result<(), ConfigError> {
+        let invalid = |span: std::ops::Range<usize>, message: String| {
+            let (line, column) = policy::rules::line_col(text, span.start);
+            ConfigError::Invalid {
+                path: path.into(),
+                line,
+                column,
+                message,
+            }
+        };
+        for p in self.read_paths.iter().chain(&self.write_paths) {
+            if !p.is_absolute() {
+                return Err(invalid(
+                    0..0,
+                    format!("sandbox: {} is not an absolute path", p.display()),
+                ));
+            }
+        }
+        spec.read_paths.extend(self.read_paths.iter().cloned());
+        spec.write_paths.extend(self.write_paths.iter().cloned());
+        if let Some(protected) = &self.protected_paths {
+            let mut out = Vec::with_capacity(protected.len());
+            for entry in protected {
+                let rel = std::path::Path::new(entry.get_ref());
+                let ok = !entry.get_ref().is_empty()
+                    && rel
+                        .components()
+                        .all(|c| matches!(c, std::path::Component::Normal(_)));
+                if !ok {
+                    return Err(invalid(
+                        entry.span(),
+                        format!(
+                            "sandbox.protected_paths: {:?} must be a relative path inside the workspace, without `..`",
+                            entry.get_ref()
+                        ),
+                    ));
+                }
+                out.push(entry.get_ref().clone());
+            }
+            spec.protected_paths = out;
+        }
+        Ok(())
+    }
 }
 
 /// `[provider]`: the lowest layer under `~/.agents/env`, the environment and flags.
@@ -86,6 +155,30 @@ pub fn load(path: &Path) -> Result<(ConfigFile, String), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sandbox_section_sets_paths_and_refuses_protected_paths_that_leave_the_workspace() {
+        let text = "[sandbox]\nread_paths = [\"/opt/sdk\"]\nprotected_paths = [\".git/hooks\", \"deploy/keys\"]\n";
+        let c = parse(text, "c.toml").unwrap();
+        let mut spec = crate::worker::default_sandbox("/w".into(), "/t".into(), None);
+        c.sandbox.unwrap().apply(&mut spec, text, "c.toml").unwrap();
+        assert_eq!(spec.read_paths, vec![std::path::PathBuf::from("/opt/sdk")]);
+        assert_eq!(spec.protected_paths, vec![".git/hooks", "deploy/keys"]);
+        for bad in ["\"../x\"", "\"/etc\"", "\"\""] {
+            let text = format!("[sandbox]\nprotected_paths = [\".git/hooks\",\n  {bad}]\n");
+            let c = parse(&text, "c.toml").unwrap();
+            let err = c
+                .sandbox
+                .unwrap()
+                .apply(&mut spec, &text, "c.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("c.toml:3:") && err.contains("protected_paths"), "{err}");
+        }
+        let text = "[sandbox]\nwrite_paths = [\"relative\"]\n";
+        let c = parse(text, "c.toml").unwrap();
+        assert!(c.sandbox.unwrap().apply(&mut spec, text, "c.toml").is_err());
+    }
 
     #[test]
     fn known_sections_parse_and_unknown_keys_are_named_with_their_line() {

@@ -30,16 +30,32 @@ pub const HIDDEN: &[&str] = &[
 /// Upper bound of the private `/dev/shm`; the spec's memory limit when lower.
 const SHM_MAX_BYTES: u64 = 1 << 30;
 
+/// The protected paths that exist now in `spec`'s writable roots: what a worker locked down now
+/// would make read-only. The supervisor compares it with a waiting worker's report, so a path
+/// created after that worker was locked down (`git init` in an earlier call) is not left
+/// writable, and with a call's report, to say what the call created.
+pub fn protected_now(spec: &SandboxSpec) -> Vec<PathBuf> {
+    if spec.profile == SandboxProfile::FullAccess {
+        return Vec::new();
+    }
+    let writable: Vec<Root> = writable_paths(spec).into_iter().filter_map(root).collect();
+    protected_in(spec, &writable).0
+}
+
+fn writable_paths(spec: &SandboxSpec) -> Vec<&Path> {
+    match spec.profile {
+        SandboxProfile::ReadOnly => vec![spec.tmp_dir.as_path()],
+        _ => std::iter::once(spec.workspace.as_path())
+            .chain(std::iter::once(spec.tmp_dir.as_path()))
+            .chain(spec.write_paths.iter().map(PathBuf::as_path))
+            .collect(),
+    }
+}
+
 impl View {
     /// The view `spec` asks for, as this machine has it.
     pub fn read(spec: &SandboxSpec) -> View {
-        let writable_paths: Vec<&Path> = match spec.profile {
-            SandboxProfile::ReadOnly => vec![spec.tmp_dir.as_path()],
-            _ => std::iter::once(spec.workspace.as_path())
-                .chain(std::iter::once(spec.tmp_dir.as_path()))
-                .chain(spec.write_paths.iter().map(PathBuf::as_path))
-                .collect(),
-        };
+        let writable_paths = writable_paths(spec);
         let mut readable_paths: Vec<&Path> = spec.read_paths.iter().map(PathBuf::as_path).collect();
         if spec.profile == SandboxProfile::ReadOnly {
             readable_paths.push(&spec.workspace);
