@@ -1,12 +1,13 @@
 //! seccomp's second round, run for real through the built `agentd sandbox` and `tool-worker`, as
 //! root and as an unprivileged user: no set-uid or set-gid bit can be set on anything (the `chmod`
-//! family, files created with those bits by `open`/`openat`/`creat`/`O_TMPFILE`/`mknod`), `openat2`
-//! answers ENOSYS so libc falls back to `openat`, and `modify_ldt`, `fanotify_init` and
-//! `memfd_secret` are refused. Every attempt is checked twice: by the errno the sandbox printed
-//! (EPERM, the filter's answer) and by looking at the file from outside afterwards. Each test also
-//! runs a harmless form of the same call (`chmod 0755`, `mkfifo`, a plain `open(O_CREAT)`) that must
-//! work, so a sandbox that refuses everything cannot pass; where the kernel would allow the attempt
-//! on its own, the same probe is run outside the sandbox too, to show it is the filter that refuses.
+//! family, files created with those bits by `open`/`openat`/`creat`/`O_TMPFILE`/`mknod`),
+//! `openat2` answers ENOSYS so libc falls back to `openat`, and `modify_ldt`, `fanotify_init`,
+//! `memfd_secret` and `pidfd_getfd` are refused. Every attempt is checked twice: by the errno the
+//! sandbox printed (EPERM, the filter's answer) and by looking at the file from outside afterwards.
+//! Each test also runs a harmless form of the same call (`chmod 0755`, `mkfifo`, a plain
+//! `open(O_CREAT)`) that must work, so a sandbox that refuses everything cannot pass; where the
+//! kernel would allow the attempt on its own, the same probe is run outside the sandbox too, to
+//! show it is the filter that refuses.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::{As, Dir, Run, give, install_probe, sandbox, test_user};
@@ -275,12 +276,13 @@ both!(
     |who| {
         let ws = Dir::new("ldt-fanotify-secret", who);
         install_probe(&ws.0, who);
-        let probes = ["modify_ldt", "fanotify_init", "memfd_secret"];
+        let probes = ["modify_ldt", "fanotify_init", "memfd_secret", "pidfd_getfd"];
         let run = sandbox(
             who,
             &ws.0,
             &[],
-            "for p in modify_ldt fanotify_init memfd_secret; do ./probe $p; done; ./probe chmod 0700 probe",
+            "for p in modify_ldt fanotify_init memfd_secret pidfd_getfd; do ./probe $p; done; \
+         ./probe chmod 0700 probe",
             &[],
         );
         assert_blocked(&run, libc::EPERM, &probes);

@@ -121,6 +121,10 @@ pub fn table(network: bool) -> Vec<Entry> {
         always!(SYS_process_vm_readv, "reading another process's memory"),
         always!(SYS_process_vm_writev, "writing another process's memory"),
         always!(
+            SYS_pidfd_getfd,
+            "copying another process's file descriptors: ptrace's access check, ptrace's reach"
+        ),
+        always!(
             SYS_io_uring_setup,
             "io_uring performs I/O that seccomp never sees"
         ),

@@ -124,6 +124,7 @@ fn the_table_holds_what_the_threat_model_needs() {
         "modify_ldt",
         "fanotify_init",
         "memfd_secret",
+        "pidfd_getfd",
     ] {
         assert_eq!(entry(&t, name).when, When::Always, "{name}");
     }
