@@ -5,8 +5,21 @@
 //! 1. a short prologue, written as BPF by hand because seccompiler cannot express it: kill the
 //!    process on a foreign architecture, refuse x32 syscall numbers (bit 30 set: the same kernel
 //!    entry points under other numbers, which a table keyed by x86-64 numbers would miss), and
-//!    answer `clone3` with ENOSYS so libc falls back to `clone`, whose flags we can inspect;
+//!    answer ENOSYS to the two calls whose arguments sit in a struct seccomp cannot read, so libc
+//!    and careful callers fall back to the older call we can inspect: `clone3` (→ `clone`, whose
+//!    namespace flags the table checks) and `openat2` (→ `openat`, whose mode the table checks);
 //! 2. the table below, compiled by seccompiler: EPERM where a rule matches, allow otherwise.
+//!
+//! No set-uid/set-gid bit can be set. Without `CAP_FSETID` the owner of a file may still give it
+//! S_ISUID, and as root (capabilities cleared) that makes a set-uid-root program that a later,
+//! unsandboxed run would execute with full privileges. So, as systemd's `RestrictSUIDSGID=` does,
+//! the `chmod` family is refused when the mode carries S_ISUID or S_ISGID, and so are
+//! `open`/`openat`/`creat`/`mknod`/`mknodat` creating a file with them (`O_CREAT` or, unlike
+//! systemd, `O_TMPFILE`: an unnamed file can be linked in later). seccomp sees a number, not
+//! whether the path is a directory, so `chmod g+s dir` is refused too; shared group directories
+//! are an administrator's set-up, not a build step's. `mkdir`/`mkdirat` need no rule (systemd has
+//! one): the kernel keeps only the permission bits and S_ISVTX of their mode, which the escape
+//! suite checks.
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -25,6 +38,9 @@ pub enum When {
     ArgNotIn { arg: u8, values: &'static [u64] },
     /// When argument `arg` has any of these bits set.
     AnyBit { arg: u8, bits: &'static [u64] },
+    /// When argument `mode` has S_ISUID or S_ISGID set and, if `create` names a flags argument,
+    /// that argument asks for a new file (`O_CREAT` or `O_TMPFILE`): the mode is only used then.
+    SetIdMode { mode: u8, create: Option<u8> },
 }
 
 /// One entry of the table.
@@ -50,11 +66,38 @@ const NAMESPACE_FLAGS: &[u64] = &[
     libc::CLONE_NEWCGROUP as u64,
 ];
 
+/// The set-user-ID and set-group-ID mode bits.
+const SET_ID_BITS: &[u64] = &[libc::S_ISUID as u64, libc::S_ISGID as u64];
+
+/// The `open` flags that make it create a file and use its mode: `O_CREAT`, and `O_TMPFILE`'s own
+/// bit (the kernel's `__O_TMPFILE`; `O_TMPFILE` itself also holds `O_DIRECTORY`).
+const CREATE_FLAGS: &[u64] = &[
+    libc::O_CREAT as u64,
+    (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64,
+];
+
 /// `personality()` values that change nothing dangerous: PER_LINUX, PER_LINUX32 and the query.
 const HARMLESS_PERSONALITIES: &[u64] = &[0, 0x0008, 0xffff_ffff];
 
 /// Socket domains a tool may create when network is granted (`socketpair` is always allowed).
 const NETWORK_DOMAINS: &[u64] = &[libc::AF_INET as u64, libc::AF_INET6 as u64];
+
+macro_rules! set_id {
+    ($name:ident, mode = $mode:expr, create = $create:expr, $why:expr) => {
+        Entry {
+            name: stringify!($name),
+            nr: libc::$name,
+            when: When::SetIdMode {
+                mode: $mode,
+                create: $create,
+            },
+            why: $why,
+        }
+    };
+}
+
+/// Why set-id bits are refused, shared by every entry that could set them.
+const SET_ID_WHY: &str = "the owner may set S_ISUID/S_ISGID without CAP_FSETID: a set-uid (as root, set-uid-root) program planted for a later run outside the sandbox";
 
 macro_rules! always {
     ($name:ident, $why:expr) => {
@@ -77,6 +120,10 @@ pub fn table(network: bool) -> Vec<Entry> {
         ),
         always!(SYS_process_vm_readv, "reading another process's memory"),
         always!(SYS_process_vm_writev, "writing another process's memory"),
+        always!(
+            SYS_pidfd_getfd,
+            "copying another process's file descriptors: ptrace's access check, ptrace's reach"
+        ),
         always!(
             SYS_io_uring_setup,
             "io_uring performs I/O that seccomp never sees"
@@ -155,6 +202,27 @@ pub fn table(network: bool) -> Vec<Entry> {
             SYS_syslog,
             "the kernel log can hold addresses and other users' data"
         ),
+        always!(
+            SYS_modify_ldt,
+            "16-bit segments for DOS and Wine: a kernel attack surface no build needs"
+        ),
+        always!(
+            SYS_fanotify_init,
+            "file-access events across a whole mount (unprivileged since Linux 5.13)"
+        ),
+        always!(
+            SYS_memfd_secret,
+            "memory hidden even from the kernel: code no one can inspect"
+        ),
+        set_id!(SYS_chmod, mode = 1, create = None, SET_ID_WHY),
+        set_id!(SYS_fchmod, mode = 1, create = None, SET_ID_WHY),
+        set_id!(SYS_fchmodat, mode = 2, create = None, SET_ID_WHY),
+        set_id!(SYS_fchmodat2, mode = 2, create = None, SET_ID_WHY),
+        set_id!(SYS_open, mode = 2, create = Some(1), SET_ID_WHY),
+        set_id!(SYS_openat, mode = 3, create = Some(2), SET_ID_WHY),
+        set_id!(SYS_creat, mode = 1, create = None, SET_ID_WHY),
+        set_id!(SYS_mknod, mode = 1, create = None, SET_ID_WHY),
+        set_id!(SYS_mknodat, mode = 2, create = None, SET_ID_WHY),
         Entry {
             name: "personality",
             nr: SYS_personality,
@@ -220,6 +288,11 @@ fn cond(
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
 }
 
+/// Argument `arg` (low 32 bits) has `bit` set.
+fn has_bit(arg: u8, bit: u64) -> Result<SeccompCondition, seccompiler::BackendError> {
+    cond(arg, SeccompCmpOp::MaskedEq(bit), bit)
+}
+
 /// Compiles the table into the EPERM filter. Pure: nothing is installed.
 pub fn table_filter(network: bool) -> Result<BpfProgram, SeccompError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
@@ -241,11 +314,22 @@ pub fn table_filter(network: bool) -> Result<BpfProgram, SeccompError> {
             }
             When::AnyBit { arg, bits } => {
                 for &b in bits {
-                    list.push(SeccompRule::new(vec![cond(
-                        arg,
-                        SeccompCmpOp::MaskedEq(b),
-                        b,
-                    )?])?);
+                    list.push(SeccompRule::new(vec![has_bit(arg, b)?])?);
+                }
+            }
+            When::SetIdMode { mode, create } => {
+                for &bit in SET_ID_BITS {
+                    match create {
+                        None => list.push(SeccompRule::new(vec![has_bit(mode, bit)?])?),
+                        Some(flags) => {
+                            for &flag in CREATE_FLAGS {
+                                list.push(SeccompRule::new(vec![
+                                    has_bit(flags, flag)?,
+                                    has_bit(mode, bit)?,
+                                ])?);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -287,7 +371,8 @@ pub fn prologue_filter() -> BpfProgram {
             0,
             libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
         ),
-        insn(BPF_JEQ_K, 0, 1, libc::SYS_clone3 as u32),
+        insn(BPF_JEQ_K, 1, 0, libc::SYS_clone3 as u32),
+        insn(BPF_JEQ_K, 0, 1, libc::SYS_openat2 as u32),
         insn(
             BPF_RET_K,
             0,
@@ -307,103 +392,4 @@ pub fn install(network: bool) -> Result<(), SeccompError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(t: &[Entry], name: &str) -> Entry {
-        *t.iter()
-            .find(|e| e.name == name || e.name == format!("SYS_{name}"))
-            .unwrap()
-    }
-
-    #[test]
-    fn every_entry_has_a_reason_and_numbers_are_unique() {
-        let t = table(false);
-        let mut seen = std::collections::BTreeSet::new();
-        for e in &t {
-            assert!(!e.why.is_empty(), "{} has no reason", e.name);
-            assert!(seen.insert(e.nr), "{} appears twice", e.name);
-        }
-    }
-
-    #[test]
-    fn the_table_holds_what_the_threat_model_needs() {
-        let t = table(false);
-        for name in [
-            "ptrace",
-            "process_vm_readv",
-            "process_vm_writev",
-            "io_uring_setup",
-            "bpf",
-            "perf_event_open",
-            "kexec_load",
-            "init_module",
-            "finit_module",
-            "mount",
-            "umount2",
-            "pivot_root",
-            "chroot",
-            "fsopen",
-            "move_mount",
-            "open_tree",
-            "unshare",
-            "setns",
-            "keyctl",
-            "add_key",
-            "request_key",
-            "userfaultfd",
-            "acct",
-            "swapon",
-            "reboot",
-            "clock_settime",
-            "settimeofday",
-            "quotactl",
-            "open_by_handle_at",
-        ] {
-            assert_eq!(entry(&t, name).when, When::Always, "{name}");
-        }
-        assert_eq!(
-            entry(&t, "socket").when,
-            When::Always,
-            "no sockets without network"
-        );
-        assert!(
-            matches!(entry(&table(true), "socket").when, When::ArgNotIn { values, .. } if values == NETWORK_DOMAINS)
-        );
-        assert!(
-            matches!(entry(&t, "clone").when, When::AnyBit { bits, .. } if bits.contains(&(libc::CLONE_NEWUSER as u64)))
-        );
-        assert!(
-            matches!(entry(&t, "ioctl").when, When::ArgIn { values, .. } if values.contains(&libc::TIOCSTI))
-        );
-        assert!(
-            !t.iter().any(|e| e.nr == libc::SYS_socketpair),
-            "socketpair stays allowed"
-        );
-    }
-
-    #[test]
-    fn both_filters_compile() {
-        for network in [false, true] {
-            let program = table_filter(network).unwrap();
-            assert!(
-                program.len() > 50 && program.len() < 4096,
-                "{} instructions",
-                program.len()
-            );
-        }
-        let p = prologue_filter();
-        assert_eq!(p[1].k, AUDIT_ARCH_X86_64);
-        assert_eq!(
-            p[2].k,
-            libc::SECCOMP_RET_KILL_PROCESS,
-            "a foreign architecture is killed"
-        );
-        assert_eq!(p[4].k, X32_SYSCALL_BIT);
-        assert_eq!(
-            p[7].k,
-            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
-            "clone3 gets ENOSYS"
-        );
-    }
-}
+mod tests;
