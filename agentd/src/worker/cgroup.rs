@@ -118,6 +118,34 @@ impl CallGroup {
     }
 }
 
+impl CallGroup {
+    /// Kills every process in the group: `cgroup.kill` where the hierarchy has it (v2), else each
+    /// listed process, a few rounds over, for forks in flight (`pids.max` bounds them).
+    pub fn kill(&self) {
+        for dir in &self.dirs {
+            if std::fs::write(dir.join("cgroup.kill"), "1").is_ok() {
+                continue;
+            }
+            for _ in 0..10 {
+                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                let pids: Vec<i32> = procs
+                    .lines()
+                    .filter_map(|l| l.trim().parse().ok())
+                    .collect();
+                if pids.is_empty() {
+                    break;
+                }
+                for pid in pids {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
+        }
+    }
+}
+
 impl Drop for CallGroup {
     fn drop(&mut self) {
         for dir in &self.dirs {
