@@ -483,6 +483,8 @@ fn read_stderr(mut pipe: tokio::process::ChildStderr) -> JoinHandle<Vec<u8>> {
 /// cap for a call the supervisor has to end itself.
 struct Streamed {
     forwarded: usize,
+    /// Forwarding stopped (and said so).
+    stopped: bool,
     kept: Capped,
 }
 
@@ -494,13 +496,14 @@ impl Streamed {
     fn new(output_cap: usize) -> Self {
         Streamed {
             forwarded: 0,
+            stopped: false,
             kept: Capped::new(output_cap),
         }
     }
 
     fn push(&mut self, text: &str, on_output: &mut impl FnMut(&str)) {
         self.kept.push(text.as_bytes());
-        if self.forwarded >= STREAM_CAP {
+        if self.stopped {
             return;
         }
         let room = STREAM_CAP - self.forwarded;
@@ -514,7 +517,8 @@ impl Streamed {
             on_output(&text[..cut]);
         }
         on_output(STREAM_MARKER);
-        self.forwarded = STREAM_CAP;
+        self.forwarded += cut;
+        self.stopped = true;
     }
 
     /// The result of a call whose worker was still running at its deadline.

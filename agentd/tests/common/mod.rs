@@ -44,7 +44,11 @@ pub fn worker() -> PathBuf {
     }
     // target/debug/deps/worker_tools-… → target/debug/tool-worker
     let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().and_then(Path::parent).unwrap().join("tool-worker");
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("tool-worker");
     assert!(
         path.is_file(),
         "{} is not built: run `cargo build --bins` first",
