@@ -5,7 +5,8 @@
 //! Memory is measured by a counting allocator: the bytes the supervisor (this process) allocates.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
-use agentd::worker::spawn::{RESULT_GRACE, STREAM_CAP};
+use agentd::worker::caps::STREAM_CAP;
+use agentd::worker::spawn::RESULT_GRACE;
 use agentd::worker::{WorkerError, run_tool};
 use protocol::worker::*;
 use std::alloc::{GlobalAlloc, Layout, System};

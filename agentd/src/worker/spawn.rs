@@ -11,9 +11,10 @@
 //!   lies outside the call's writable roots ([`super::verify::trusted_binary`]);
 //! * **the lockdown**: the worker's `ready` report is checked against the spec
 //!   ([`super::verify::verify`]); a worker that falls short is killed before it sees a request;
-//! * **the caps**: streamed output is forwarded up to [`STREAM_CAP`] bytes, a result's content is
-//!   cut to the spec's output cap (head and tail, marked truncated), frames are bounded, and the
-//!   worker's stderr is kept up to [`STDERR_CAP`] bytes (logged, and told in a [`WorkerError::Died`]);
+//! * **the caps** ([`super::caps`]): streamed output is forwarded up to
+//!   [`STREAM_CAP`](super::caps::STREAM_CAP) bytes, a result's content is cut to the spec's output
+//!   cap (head and tail, marked truncated), frames are bounded, and the worker's stderr is kept up
+//!   to [`STDERR_CAP`](super::caps::STDERR_CAP) bytes (logged, and told in a [`WorkerError::Died`]);
 //! * **the deadline**: a call whose result has not come by its timeout (plus [`RESULT_GRACE`] for
 //!   the worker to report its own) ends there: the worker and its cgroup are killed, and the call
 //!   returns a timed-out result (exit code 124) with the output streamed so far.
@@ -21,10 +22,11 @@
 //! Everything else that can go wrong — the binary missing, a lockdown step failing, the worker
 //! dying or sending garbage — becomes a [`WorkerError`], never a hung call.
 
+use super::caps::{Streamed, bounded, capped, excerpt, max_frame, read_stderr, trimmed};
 use super::cgroup::{CallGroup, Layout};
 use super::verify::{Shortfall, Untrusted, trusted_binary, verify};
 use protocol::Encoding;
-use protocol::frame::{DEFAULT_MAX_FRAME, FrameDecoder};
+use protocol::frame::FrameDecoder;
 use protocol::io::{FrameReader, IoError, write_message};
 use protocol::worker::{
     FromWorker, LockdownReport, RunTool, SandboxSpec, ToWorker, ToolRequest, ToolResult,
@@ -34,26 +36,14 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 use tokio::net::UnixStream;
 use tokio::task::JoinHandle;
-use tool_worker::output::Capped;
 
 /// How long a worker may take to lock down.
 const LOCKDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Grace beyond a call's timeout for the worker to report its own timeout, before the supervisor
 /// ends the call itself.
 pub const RESULT_GRACE: Duration = Duration::from_secs(2);
-/// Bytes of output forwarded as it streams; past it, output only reaches the result.
-pub const STREAM_CAP: usize = 256 * 1024;
-/// Bytes of a worker's stderr kept for the log and for [`WorkerError::Died`]; the rest is drained.
-pub const STDERR_CAP: usize = 64 * 1024;
-/// Room past the output cap for the markers an honest worker adds (cut, timed out).
-const MARKER_ROOM: usize = 4 * 1024;
-/// Bytes of a worker's stderr or failure message shown in an error.
-const EXCERPT: usize = 2 * 1024;
-/// The exit code of a call that ran out of time, as `timeout(1)` has it.
-pub const TIMEOUT_EXIT_CODE: i32 = 124;
 /// The worker `agent` and `agentd` host: the supervisor's own executable.
 pub const SELF_EXE: &str = "/proc/self/exe";
 
@@ -171,7 +161,7 @@ pub struct ReadyWorker {
     child: tokio::process::Child,
     chan: FrameReader<UnixStream>,
     group: Option<CallGroup>,
-    /// The worker's stderr, read up to [`STDERR_CAP`].
+    /// The worker's stderr, read up to [`STDERR_CAP`](super::caps::STDERR_CAP).
     stderr: Option<JoinHandle<Vec<u8>>>,
     /// The spec's timeout; a call may shorten it.
     timeout_ms: u64,
@@ -181,15 +171,6 @@ pub struct ReadyWorker {
     report: LockdownReport,
     /// Killed and reaped already.
     ended: bool,
-}
-
-/// The biggest frame accepted from a worker: room for a result at the output cap (tripled, for
-/// invalid UTF-8 replaced), and never less than the protocol's default.
-fn max_frame(spec: &SandboxSpec) -> usize {
-    let cap = usize::try_from(spec.limits.output_cap_bytes).unwrap_or(usize::MAX);
-    cap.saturating_mul(3)
-        .saturating_add(1024 * 1024)
-        .max(DEFAULT_MAX_FRAME)
 }
 
 /// Starts a worker and waits until it has locked down as `spec` asks (or failed to, or reported
@@ -222,7 +203,8 @@ pub async fn start(worker: &Path, spec: &SandboxSpec) -> Result<ReadyWorker, Wor
     )
     .map_err(WorkerError::Cgroup)?;
     let mut command = tokio::process::Command::new(&program);
-    if self_hosted {
+    // A configured path that is this very binary (an installed `agentd`) hosts the worker too.
+    if self_hosted || std::env::current_exe().is_ok_and(|exe| exe == program) {
         command.arg(SELF_HOSTED_WORKER_ARG);
     }
     let mut child = command
@@ -294,7 +276,7 @@ async fn lock_down(
     };
     match answer.await {
         Ok(FromWorker::Ready(report)) => match verify(spec, &report) {
-            Ok(()) => Ok(report),
+            Ok(()) => Ok(trimmed(report)),
             Err(shortfall) => Err((report, WorkerError::Shortfall(shortfall))),
         },
         Ok(FromWorker::Failed(failure)) => Err((none(), WorkerError::Lockdown(bounded(failure)))),
@@ -459,150 +441,6 @@ impl Drop for ReadyWorker {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-}
-
-/// Reads a worker's stderr to its end, keeping the first [`STDERR_CAP`] bytes.
-fn read_stderr(mut pipe: tokio::process::ChildStderr) -> JoinHandle<Vec<u8>> {
-    tokio::spawn(async move {
-        let mut kept = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            match pipe.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let room = STDERR_CAP.saturating_sub(kept.len()).min(n);
-                    kept.extend_from_slice(&buf[..room]);
-                }
-            }
-        }
-        kept
-    })
-}
-
-/// Output as it streams: forwarded up to [`STREAM_CAP`], kept (head and tail) up to the output
-/// cap for a call the supervisor has to end itself.
-struct Streamed {
-    forwarded: usize,
-    /// Forwarding stopped (and said so).
-    stopped: bool,
-    kept: Capped,
-}
-
-/// Said once, where forwarding stops.
-const STREAM_MARKER: &str =
-    "\n[… output past 256 KiB is not streamed; the result keeps its head and tail …]\n";
-
-impl Streamed {
-    fn new(output_cap: usize) -> Self {
-        Streamed {
-            forwarded: 0,
-            stopped: false,
-            kept: Capped::new(output_cap),
-        }
-    }
-
-    fn push(&mut self, text: &str, on_output: &mut impl FnMut(&str)) {
-        self.kept.push(text.as_bytes());
-        if self.stopped {
-            return;
-        }
-        let room = STREAM_CAP - self.forwarded;
-        if text.len() <= room {
-            self.forwarded += text.len();
-            on_output(text);
-            return;
-        }
-        let cut = floor_boundary(text, room);
-        if cut > 0 {
-            on_output(&text[..cut]);
-        }
-        on_output(STREAM_MARKER);
-        self.forwarded += cut;
-        self.stopped = true;
-    }
-
-    /// The result of a call whose worker was still running at its deadline.
-    fn timed_out(self, timeout_ms: u64, elapsed: Duration, lockdown: LockdownReport) -> ToolResult {
-        let bytes_seen = self.kept.total();
-        let (mut content, truncated) = self.kept.finish();
-        content.push_str(&format!(
-            "\n[timed out after {} s: the tool-worker had not reported by then, so it and everything it started were killed. Narrow the command or raise the timeout.]",
-            Duration::from_millis(timeout_ms).as_secs_f64()
-        ));
-        ToolResult {
-            content,
-            is_error: true,
-            exit_code: Some(TIMEOUT_EXIT_CODE),
-            timed_out: true,
-            truncated,
-            bytes_seen,
-            duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-            lockdown,
-        }
-    }
-}
-
-/// `result` with its content cut to `cap` (head and tail, a marker between) if the worker sent
-/// more than the cap and its markers, and with the lockdown the supervisor verified.
-fn capped(mut result: ToolResult, cap: usize, verified: &LockdownReport) -> ToolResult {
-    result.lockdown = verified.clone();
-    let len = result.content.len();
-    if len <= cap.saturating_add(MARKER_ROOM) {
-        return result;
-    }
-    tracing::warn!(
-        len,
-        cap,
-        "the tool-worker sent a result over the output cap; cut"
-    );
-    let head = floor_boundary(&result.content, cap / 2);
-    let tail = ceil_boundary(&result.content, len - (cap - cap / 2));
-    result.content = format!(
-        "{}\n[… {} bytes cut by the supervisor; {len} bytes of result in all …]\n{}",
-        &result.content[..head],
-        tail - head,
-        &result.content[tail..]
-    );
-    result.truncated = true;
-    result.bytes_seen = result.bytes_seen.max(len as u64);
-    result
-}
-
-/// The largest char boundary of `text` at or below `at`.
-fn floor_boundary(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
-
-/// The smallest char boundary of `text` at or above `at`.
-fn ceil_boundary(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at += 1;
-    }
-    at
-}
-
-/// The end of `text`, at most [`EXCERPT`] bytes.
-fn excerpt(text: &str) -> String {
-    if text.len() <= EXCERPT {
-        return text.to_owned();
-    }
-    format!("…{}", &text[ceil_boundary(text, text.len() - EXCERPT)..])
-}
-
-/// `failure` with its message cut to [`EXCERPT`] bytes (it is the worker's text).
-fn bounded(mut failure: WorkerFailure) -> WorkerFailure {
-    if failure.message.len() > EXCERPT {
-        failure.message = format!(
-            "{}…",
-            &failure.message[..floor_boundary(&failure.message, EXCERPT)]
-        );
-    }
-    failure
 }
 
 async fn recv(
