@@ -173,7 +173,10 @@ mod tests {
                 .apply(&mut spec, &text, "c.toml")
                 .unwrap_err()
                 .to_string();
-            assert!(err.starts_with("c.toml:3:") && err.contains("protected_paths"), "{err}");
+            assert!(
+                err.starts_with("c.toml:3:") && err.contains("protected_paths"),
+                "{err}"
+            );
         }
         let text = "[sandbox]\nwrite_paths = [\"relative\"]\n";
         let c = parse(text, "c.toml").unwrap();

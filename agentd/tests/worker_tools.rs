@@ -297,7 +297,7 @@ async fn workers_that_die_garble_or_fail_lockdown_become_errors_not_hangs() {
     };
     let dies = fake_worker(&f.root, "dies", "exit 7");
     match run_tool(&dies, &f.spec(), tool(), |_| {}).await {
-        Err(WorkerError::Died { status }) => assert!(status.contains('7'), "{status}"),
+        Err(WorkerError::Died { status, .. }) => assert!(status.contains('7'), "{status}"),
         other => panic!("expected Died, got {other:?}"),
     }
     let garbles = fake_worker(

@@ -257,7 +257,9 @@ both!(killing_the_supervisor_fails, |who| {
         &[],
     );
     assert!(
-        run.stdout.lines().any(|l| l.strip_prefix("supervisor=").is_some_and(|p| p.parse::<u32>().is_ok())),
+        run.stdout.lines().any(|l| l
+            .strip_prefix("supervisor=")
+            .is_some_and(|p| p.parse::<u32>().is_ok())),
         "the attempt found the supervisor's host pid: {run:?}"
     );
     assert!(run.stdout.contains("BLOCKED kill"), "{run:?}");

@@ -85,7 +85,14 @@ fn host_git(dir: &Path, who: As, args: &[&str]) -> String {
         }
     };
     let out = cmd
-        .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "safe.directory=*"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "-c",
+            "safe.directory=*",
+        ])
         .args(args)
         .current_dir(dir)
         .env("HOME", home_of(who))
@@ -161,8 +168,7 @@ both!(the_working_directory_is_on_the_sandboxs_mount, |who| {
     assert!(!parent.join(&marker).exists(), "{run:?}");
     assert!(run.stdout.contains(&ws.0.display().to_string()), "{run:?}");
     assert!(
-        run.stdout.contains("Read-only file system")
-            || run.stdout.contains("Permission denied"),
+        run.stdout.contains("Read-only file system") || run.stdout.contains("Permission denied"),
         "{run:?}"
     );
 });
@@ -219,7 +225,10 @@ both!(git_still_works_with_its_hooks_and_config_protected, |who| {
     assert_eq!(run.code, 0, "{run:?}");
     let lines: Vec<&str> = run.stdout.lines().map(str::trim).collect();
     assert_eq!(lines, ["2", "1", "feature"], "{run:?}");
-    assert_eq!(host_git(&ws.0, who, &["rev-list", "--count", "main"]).trim(), "2");
+    assert_eq!(
+        host_git(&ws.0, who, &["rev-list", "--count", "main"]).trim(),
+        "2"
+    );
 });
 
 both!(editor_settings_and_submodule_hooks_are_protected, |who| {
@@ -248,54 +257,65 @@ both!(editor_settings_and_submodule_hooks_are_protected, |who| {
         std::fs::read_to_string(ws.0.join(".git/modules/lib/config")).unwrap(),
         "[core]\n"
     );
-    let sane = sandbox(who, &ws.0, &[], "mkdir -p src && echo ok > src/x && cat src/x", &[]);
-    assert_eq!(sane.stdout.trim(), "ok", "{sane:?}");
-});
-
-both!(host_ipc_objects_are_not_shared_and_the_calls_do_not_survive, |who| {
-    let ws = Dir::new("ipc", who);
-    // A SysV shared memory segment and message queue of the host.
-    let made = Command::new("ipcmk").args(["-M", "4096"]).output().unwrap();
-    let shm_id: String = String::from_utf8_lossy(&made.stdout)
-        .split(':')
-        .nth(1)
-        .unwrap()
-        .trim()
-        .to_owned();
-    let attach = format!(
-        "python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); l.shmat.restype = ctypes.c_void_p; p = l.shmat({shm_id}, None, 0); print(\"attached\" if p not in (None, 2**64 - 1) else \"refused\", ctypes.get_errno())'"
-    );
-    let run = sandbox(who, &ws.0, &[], &format!("ipcs -m; {attach}"), &[]);
-    let _ = Command::new("ipcrm").args(["-m", &shm_id]).status();
-    assert!(run.stdout.contains("refused"), "{run:?}");
-    assert!(!run.stdout.contains("attached"), "{run:?}");
-    assert!(
-        !run.stdout.lines().any(|l| l.split_whitespace().nth(1) == Some(&shm_id)),
-        "the host's segment is listed: {run:?}"
-    );
-    // What a call makes dies with it, and never reaches the host's namespace.
-    let run = sandbox(
+    let sane = sandbox(
         who,
         &ws.0,
         &[],
-        "ipcmk -M 65536 >/dev/null && ipcmk -Q >/dev/null && ipcmk -S 2 >/dev/null && ipcs",
+        "mkdir -p src && echo ok > src/x && cat src/x",
         &[],
     );
-    assert_eq!(run.code, 0, "making IPC objects inside works: {run:?}");
-    let keys: Vec<&str> = run
-        .stdout
-        .split_whitespace()
-        .filter(|w| w.starts_with("0x"))
-        .collect();
-    assert_eq!(keys.len(), 3, "{run:?}");
-    let host = String::from_utf8(Command::new("ipcs").output().unwrap().stdout).unwrap();
-    for key in keys {
-        assert!(
-            !host.contains(key),
-            "the call's IPC object {key} reached the host or outlived the call:\n{host}"
-        );
-    }
+    assert_eq!(sane.stdout.trim(), "ok", "{sane:?}");
 });
+
+both!(
+    host_ipc_objects_are_not_shared_and_the_calls_do_not_survive,
+    |who| {
+        let ws = Dir::new("ipc", who);
+        // A SysV shared memory segment and message queue of the host.
+        let made = Command::new("ipcmk").args(["-M", "4096"]).output().unwrap();
+        let shm_id: String = String::from_utf8_lossy(&made.stdout)
+            .split(':')
+            .nth(1)
+            .unwrap()
+            .trim()
+            .to_owned();
+        let attach = format!(
+            "python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); l.shmat.restype = ctypes.c_void_p; p = l.shmat({shm_id}, None, 0); print(\"attached\" if p not in (None, 2**64 - 1) else \"refused\", ctypes.get_errno())'"
+        );
+        let run = sandbox(who, &ws.0, &[], &format!("ipcs -m; {attach}"), &[]);
+        let _ = Command::new("ipcrm").args(["-m", &shm_id]).status();
+        assert!(run.stdout.contains("refused"), "{run:?}");
+        assert!(!run.stdout.contains("attached"), "{run:?}");
+        assert!(
+            !run.stdout
+                .lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(&shm_id)),
+            "the host's segment is listed: {run:?}"
+        );
+        // What a call makes dies with it, and never reaches the host's namespace.
+        let run = sandbox(
+            who,
+            &ws.0,
+            &[],
+            "ipcmk -M 65536 >/dev/null && ipcmk -Q >/dev/null && ipcmk -S 2 >/dev/null && ipcs",
+            &[],
+        );
+        assert_eq!(run.code, 0, "making IPC objects inside works: {run:?}");
+        let keys: Vec<&str> = run
+            .stdout
+            .split_whitespace()
+            .filter(|w| w.starts_with("0x"))
+            .collect();
+        assert_eq!(keys.len(), 3, "{run:?}");
+        let host = String::from_utf8(Command::new("ipcs").output().unwrap().stdout).unwrap();
+        for key in keys {
+            assert!(
+                !host.contains(key),
+                "the call's IPC object {key} reached the host or outlived the call:\n{host}"
+            );
+        }
+    }
+);
 
 both!(dev_shm_is_the_calls_own, |who| {
     let ws = Dir::new("shm", who);
@@ -315,7 +335,10 @@ both!(dev_shm_is_the_calls_own, |who| {
     let host_after = std::fs::read_to_string(&host_file).unwrap();
     std::fs::remove_file(&host_file).unwrap();
     assert!(!run.stdout.contains("host secret"), "{run:?}");
-    assert!(run.stdout.contains("planted"), "the private /dev/shm works: {run:?}");
+    assert!(
+        run.stdout.contains("planted"),
+        "the private /dev/shm works: {run:?}"
+    );
     assert_eq!(host_after, "host secret");
     assert!(!Path::new("/dev/shm").join(format!("{name}-mine")).exists());
 });
@@ -352,77 +375,83 @@ both!(the_hosts_processes_are_not_visible, |who| {
     );
 });
 
-both!(hidden_directories_cannot_be_listed_probed_or_watched, |who| {
-    let ws = Dir::new("hidden", who);
-    let name = unique("agentd-e2e-probe");
-    let home_dir = home_of(who).join(&name);
-    std::fs::create_dir(&home_dir).unwrap();
-    let home_file = home_dir.join("key");
-    std::fs::write(&home_file, "x").unwrap();
-    give(&home_dir, who);
-    let tmp_file = std::env::temp_dir().join(&name);
-    std::fs::write(&tmp_file, "x").unwrap();
-    let watch = |dir: &str| {
-        format!(
-            "python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); fd = l.inotify_init1(0); print(\"watch {dir}\", l.inotify_add_watch(fd, b\"{dir}\", 0x100), ctypes.get_errno())'"
-        )
-    };
-    let home = home_of(who);
-    let command = format!(
-        "test -e {h} && echo FOUND-HOME; test -e {t} && echo FOUND-TMP; stat -c %n {h} {t}; ls -a {home} /tmp; {w1}; {w2}; {w3}",
-        h = home_file.display(),
-        t = tmp_file.display(),
-        home = home.display(),
-        w1 = watch(&home_dir.display().to_string()),
-        w2 = watch("/tmp"),
-        w3 = watch("."),
-    );
-    let run = sandbox(who, &ws.0, &[], &command, &[]);
-    std::fs::remove_dir_all(&home_dir).unwrap();
-    std::fs::remove_file(&tmp_file).unwrap();
-    assert!(!run.stdout.contains("FOUND-"), "{run:?}");
-    assert!(!run.stdout.contains(&format!("\n{name}")), "{run:?}");
-    let watched = |dir: &str| {
-        run.stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("watch {dir} ")))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|n| n.parse::<i32>().ok())
-            .unwrap_or_else(|| panic!("no watch line for {dir}: {run:?}"))
-    };
-    assert!(watched(&home_dir.display().to_string()) < 0, "{run:?}");
-    assert!(
-        watched("/tmp") > 0,
-        "/tmp can be watched, but it is an empty mount of the call's own: {run:?}"
-    );
-    assert!(watched(".") > 0, "the workspace can be watched: {run:?}");
-});
-
-both!(a_command_that_closes_its_output_cannot_outrun_the_timeout, |who| {
-    let ws = Dir::new("deadline", who);
-    for command in [
-        "echo before; exec >/dev/null 2>&1; sleep 30",
-        "echo before; sleep 30 >/dev/null 2>&1 <&- & wait",
-        "echo before; (sleep 30 & ) ; exec sleep 30",
-    ] {
-        let start = Instant::now();
-        let run = sandbox(who, &ws.0, &["--timeout", "2"], command, &[]);
-        let took = start.elapsed();
-        assert_eq!(run.code, 124, "`{command}`: {run:?}");
-        assert!(run.stdout.contains("before"), "output kept: {run:?}");
-        assert!(run.stdout.contains("timed out"), "{run:?}");
-        assert!(took < Duration::from_secs(6), "`{command}` took {took:?}");
+both!(
+    hidden_directories_cannot_be_listed_probed_or_watched,
+    |who| {
+        let ws = Dir::new("hidden", who);
+        let name = unique("agentd-e2e-probe");
+        let home_dir = home_of(who).join(&name);
+        std::fs::create_dir(&home_dir).unwrap();
+        let home_file = home_dir.join("key");
+        std::fs::write(&home_file, "x").unwrap();
+        give(&home_dir, who);
+        let tmp_file = std::env::temp_dir().join(&name);
+        std::fs::write(&tmp_file, "x").unwrap();
+        let watch = |dir: &str| {
+            format!(
+                "python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); fd = l.inotify_init1(0); print(\"watch {dir}\", l.inotify_add_watch(fd, b\"{dir}\", 0x100), ctypes.get_errno())'"
+            )
+        };
+        let home = home_of(who);
+        let command = format!(
+            "test -e {h} && echo FOUND-HOME; test -e {t} && echo FOUND-TMP; stat -c %n {h} {t}; ls -a {home} /tmp; {w1}; {w2}; {w3}",
+            h = home_file.display(),
+            t = tmp_file.display(),
+            home = home.display(),
+            w1 = watch(&home_dir.display().to_string()),
+            w2 = watch("/tmp"),
+            w3 = watch("."),
+        );
+        let run = sandbox(who, &ws.0, &[], &command, &[]);
+        std::fs::remove_dir_all(&home_dir).unwrap();
+        std::fs::remove_file(&tmp_file).unwrap();
+        assert!(!run.stdout.contains("FOUND-"), "{run:?}");
+        assert!(!run.stdout.contains(&format!("\n{name}")), "{run:?}");
+        let watched = |dir: &str| {
+            run.stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("watch {dir} ")))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.parse::<i32>().ok())
+                .unwrap_or_else(|| panic!("no watch line for {dir}: {run:?}"))
+        };
+        assert!(watched(&home_dir.display().to_string()) < 0, "{run:?}");
+        assert!(
+            watched("/tmp") > 0,
+            "/tmp can be watched, but it is an empty mount of the call's own: {run:?}"
+        );
+        assert!(watched(".") > 0, "the workspace can be watched: {run:?}");
     }
-    // Background work a finished command left behind does not hold the call open.
-    let start = Instant::now();
-    let run = sandbox(
-        who,
-        &ws.0,
-        &["--timeout", "20"],
-        "(sleep 25; echo late) & echo done",
-        &[],
-    );
-    assert_eq!(run.code, 0, "{run:?}");
-    assert!(start.elapsed() < Duration::from_secs(10), "{run:?}");
-    assert!(processes_with("sleep 25").is_empty());
-});
+);
+
+both!(
+    a_command_that_closes_its_output_cannot_outrun_the_timeout,
+    |who| {
+        let ws = Dir::new("deadline", who);
+        for command in [
+            "echo before; exec >/dev/null 2>&1; sleep 30",
+            "echo before; sleep 30 >/dev/null 2>&1 <&- & wait",
+            "echo before; (sleep 30 & ) ; exec sleep 30",
+        ] {
+            let start = Instant::now();
+            let run = sandbox(who, &ws.0, &["--timeout", "2"], command, &[]);
+            let took = start.elapsed();
+            assert_eq!(run.code, 124, "`{command}`: {run:?}");
+            assert!(run.stdout.contains("before"), "output kept: {run:?}");
+            assert!(run.stdout.contains("timed out"), "{run:?}");
+            assert!(took < Duration::from_secs(6), "`{command}` took {took:?}");
+        }
+        // Background work a finished command left behind does not hold the call open.
+        let start = Instant::now();
+        let run = sandbox(
+            who,
+            &ws.0,
+            &["--timeout", "20"],
+            "(sleep 25; echo late) & echo done",
+            &[],
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(start.elapsed() < Duration::from_secs(10), "{run:?}");
+        assert!(processes_with("sleep 25").is_empty());
+    }
+);

@@ -119,20 +119,28 @@ impl CallGroup {
 }
 
 impl CallGroup {
-    /// Kills every process still in the group: `cgroup.kill` on v2, each pid of `cgroup.procs`
-    /// on v1. The worker is its PID namespace's parent, and the namespace's init (killed by
-    /// `PR_SET_PDEATHSIG` when the worker dies) may still be exiting when the worker is reaped.
-    fn kill_all(&self) {
+    /// Kills every process in the group: `cgroup.kill` where the hierarchy has it (v2), else each
+    /// listed process, a few rounds over, for forks in flight (`pids.max` bounds them).
+    pub fn kill(&self) {
         for dir in &self.dirs {
             if std::fs::write(dir.join("cgroup.kill"), "1").is_ok() {
                 continue;
             }
-            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
+            for _ in 0..10 {
+                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                let pids: Vec<i32> = procs
+                    .lines()
+                    .filter_map(|l| l.trim().parse().ok())
+                    .collect();
+                if pids.is_empty() {
+                    break;
+                }
+                for pid in pids {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
             }
         }
     }
@@ -140,7 +148,9 @@ impl CallGroup {
 
 impl Drop for CallGroup {
     fn drop(&mut self) {
-        self.kill_all();
+        // The worker is its PID namespace's parent; the namespace's init (killed by
+        // `PR_SET_PDEATHSIG` when the worker dies) may still be exiting when the worker is reaped.
+        self.kill();
         for dir in &self.dirs {
             // Empty once the worker and its namespace are gone, which takes a moment after a
             // kill; a leftover after that is logged and harmless.

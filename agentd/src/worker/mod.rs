@@ -1,14 +1,17 @@
 //! Running tool calls in tool-workers: one fresh, locked-down process per call.
 //!
-//! [`spawn`] starts a worker and speaks the worker protocol with it; [`pool`] keeps workers
-//! locked down ahead of their call; [`cgroup`] bounds a call's
+//! [`spawn`] starts a worker and speaks the worker protocol with it, trusting it with nothing
+//! ([`verify`] checks its binary and its lockdown report, [`caps`] bounds what it sends and
+//! [`spawn`] ends a call at its deadline); [`pool`] keeps workers locked down ahead of their call; [`cgroup`] bounds a call's
 //! processes and memory where the kernel offers a usable controller; [`env`] builds the tool's
 //! environment from an allowlist.
 
+pub mod caps;
 pub mod cgroup;
 pub mod env;
 pub mod pool;
 pub mod spawn;
+pub mod verify;
 
 pub use pool::WorkerPool;
 pub use spawn::{ReadyWorker, WorkerError, locate_worker, run_tool, start};

@@ -1,28 +1,53 @@
-//! Spawning a tool-worker and speaking the worker protocol with it.
+//! Spawning a tool-worker and speaking the worker protocol with it — without trusting it.
 //!
 //! The supervisor is a multi-threaded tokio process, so it does no lockdown work between fork and
-//! exec: it starts the `tool-worker` binary fresh, with one end of a socketpair as its stdin and an
-//! empty environment, and the worker locks itself down. Everything that can go wrong — the binary
-//! missing, a lockdown step failing, the worker dying, hanging or sending garbage — becomes a
-//! [`WorkerError`], never a hung call.
+//! exec: it starts the worker fresh, with one end of a socketpair as its stdin, stdout on
+//! `/dev/null`, stderr on a pipe of its own (never the supervisor's fd 2) and an empty
+//! environment, and the worker locks itself down. What the supervisor does not take on trust:
+//!
+//! * **the binary**: `agent` and `agentd` run themselves as the worker, through `/proc/self/exe`
+//!   (the executable they were started from, even if the file on disk was replaced since); an
+//!   explicitly configured worker is run only if nobody but root can write or replace it and it
+//!   lies outside the call's writable roots ([`super::verify::trusted_binary`]);
+//! * **the lockdown**: the worker's `ready` report is checked against the spec
+//!   ([`super::verify::verify`]); a worker that falls short is killed before it sees a request;
+//! * **the caps** ([`super::caps`]): streamed output is forwarded up to
+//!   [`STREAM_CAP`](super::caps::STREAM_CAP) bytes, a result's content is cut to the spec's output
+//!   cap (head and tail, marked truncated), frames are bounded, and the worker's stderr is kept up
+//!   to [`STDERR_CAP`](super::caps::STDERR_CAP) bytes (logged, and told in a [`WorkerError::Died`]);
+//! * **the deadline**: a call whose result has not come by its timeout (plus [`RESULT_GRACE`] for
+//!   the worker to report its own) ends there: the worker and its cgroup are killed, and the call
+//!   returns a timed-out result (exit code 124) with the output streamed so far.
+//!
+//! Everything else that can go wrong — the binary missing, a lockdown step failing, the worker
+//! dying or sending garbage — becomes a [`WorkerError`], never a hung call.
 
+use super::caps::{Streamed, bounded, capped, excerpt, max_frame, read_stderr, trimmed};
 use super::cgroup::{CallGroup, Layout};
+use super::verify::{Shortfall, Untrusted, trusted_binary, verify};
 use protocol::Encoding;
 use protocol::frame::FrameDecoder;
 use protocol::io::{FrameReader, IoError, write_message};
 use protocol::worker::{
-    FromWorker, RunTool, SandboxSpec, ToWorker, ToolRequest, ToolResult, WorkerFailure,
+    FromWorker, LockdownReport, RunTool, SandboxSpec, ToWorker, ToolRequest, ToolResult,
+    WorkerFailure,
 };
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::net::UnixStream;
+use tokio::task::JoinHandle;
 
 /// How long a worker may take to lock down.
 const LOCKDOWN_TIMEOUT: Duration = Duration::from_secs(10);
-/// Grace beyond the tool's own timeout before the worker itself is presumed hung.
-const RESULT_GRACE: Duration = Duration::from_secs(5);
+/// How long a worker that sent its result may take to exit before it is killed.
+const EXIT_AFTER_RESULT: Duration = Duration::from_secs(1);
+/// Grace beyond a call's timeout for the worker to report its own timeout, before the supervisor
+/// ends the call itself.
+pub const RESULT_GRACE: Duration = Duration::from_secs(2);
+/// The worker `agent` and `agentd` host: the supervisor's own executable.
+pub const SELF_EXE: &str = "/proc/self/exe";
 
 /// Why a tool call produced no result.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +59,14 @@ pub enum WorkerError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    /// The configured worker binary is not one the supervisor may trust; nothing was run.
+    #[error("refusing the tool-worker {path}: {source}")]
+    Untrusted {
+        /// The binary as configured.
+        path: PathBuf,
+        #[source]
+        source: Untrusted,
     },
     /// The call's private temp dir could not be made.
     #[error("cannot create the call's temp dir {path}: {source}")]
@@ -49,40 +82,60 @@ pub enum WorkerError {
     /// A lockdown step failed; the tool did not run.
     #[error("the sandbox could not be set up (step {:?}): {}", .0.step, .0.message)]
     Lockdown(WorkerFailure),
+    /// The worker reported a lockdown short of its spec; it was killed before its request.
+    #[error(
+        "the tool-worker's lockdown falls short of the sandbox asked for, so it was killed: {0}"
+    )]
+    Shortfall(Shortfall),
     /// The worker ended without a result.
-    #[error("the tool-worker died without a result ({status})")]
+    #[error("the tool-worker died without a result ({status}){}", stderr_words(.stderr))]
     Died {
         /// How it ended.
         status: String,
+        /// The end of what it wrote to stderr, escaped.
+        stderr: String,
     },
     /// The worker sent something that is not the protocol.
     #[error("the tool-worker broke the protocol: {0}")]
     Protocol(String),
-    /// The worker stopped answering.
+    /// The worker did not lock down in time.
     #[error("the tool-worker did not answer within {0:?} and was killed")]
     Hung(Duration),
+}
+
+fn stderr_words(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr: {stderr}")
+    }
+}
+
+impl WorkerError {
+    fn died() -> Self {
+        WorkerError::Died {
+            status: String::new(),
+            stderr: String::new(),
+        }
+    }
 }
 
 /// The first argument that makes the `agent` and `agentd` binaries act as a tool-worker.
 pub const SELF_HOSTED_WORKER_ARG: &str = "__tool-worker";
 
-/// The worker to spawn: `$AGENTD_TOOL_WORKER`, else a `tool-worker` binary beside the running
-/// executable (or one directory up, for test binaries in `target/*/deps`), else — for the `agent`
-/// and `agentd` binaries, which link the worker — the running executable itself, started with
-/// [`SELF_HOSTED_WORKER_ARG`]. (`cargo run --bin agent` builds only `agent`.)
+/// The worker to spawn: `$AGENTD_TOOL_WORKER` when set (checked at [`start`] like any configured
+/// path), else — for the `agent` and `agentd` binaries, which link the worker — the running
+/// executable itself, [`SELF_EXE`], started with [`SELF_HOSTED_WORKER_ARG`]. Nothing is picked up
+/// from beside the binary: a workspace holding the binary could plant one there.
 pub fn locate_worker() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("AGENTD_TOOL_WORKER") {
         return Some(PathBuf::from(path));
     }
     let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    let beside = [dir.join("tool-worker"), dir.parent()?.join("tool-worker")]
-        .into_iter()
-        .find(|p| p.is_file());
     let hosts_worker = exe
         .file_name()
         .is_some_and(|n| n == "agent" || n == "agentd");
-    beside.or_else(|| hosts_worker.then_some(exe))
+    hosts_worker.then(|| PathBuf::from(SELF_EXE))
 }
 
 /// In `main` of a binary that can host the worker: if started as one, run it and exit. Must come
@@ -96,7 +149,7 @@ pub fn run_as_worker_if_asked() {
 
 /// Runs one tool call in a fresh worker. `on_output` receives output as it streams.
 pub async fn run_tool(
-    worker: &std::path::Path,
+    worker: &Path,
     spec: &SandboxSpec,
     tool: ToolRequest,
     on_output: impl FnMut(&str),
@@ -110,17 +163,36 @@ pub struct ReadyWorker {
     child: tokio::process::Child,
     chan: FrameReader<UnixStream>,
     group: Option<CallGroup>,
+    /// The worker's stderr, read up to [`STDERR_CAP`](super::caps::STDERR_CAP).
+    stderr: Option<JoinHandle<Vec<u8>>>,
     /// The spec's timeout; a call may shorten it.
     timeout_ms: u64,
+    /// The spec's output cap.
+    output_cap: usize,
+    /// The lockdown the worker reported and the supervisor verified; every result carries it.
+    report: LockdownReport,
     /// Killed and reaped already.
     ended: bool,
 }
 
-/// Starts a worker and waits until it has locked down as `spec` asks (or failed to).
-pub async fn start(
-    worker: &std::path::Path,
-    spec: &SandboxSpec,
-) -> Result<ReadyWorker, WorkerError> {
+/// Starts a worker and waits until it has locked down as `spec` asks (or failed to, or reported
+/// less than that: then it is killed).
+pub async fn start(worker: &Path, spec: &SandboxSpec) -> Result<ReadyWorker, WorkerError> {
+    let self_hosted = worker == Path::new(SELF_EXE);
+    let program = if self_hosted {
+        worker.to_path_buf()
+    } else {
+        trusted_binary(worker, spec).map_err(|e| match e {
+            Untrusted::Unreadable { source, .. } => WorkerError::Spawn {
+                path: worker.into(),
+                source,
+            },
+            e => WorkerError::Untrusted {
+                path: worker.into(),
+                source: e,
+            },
+        })?
+    };
     let (ours, theirs) =
         std::os::unix::net::UnixStream::pair().map_err(|e| WorkerError::Spawn {
             path: worker.into(),
@@ -132,17 +204,18 @@ pub async fn start(
         spec.limits.memory_bytes,
     )
     .map_err(WorkerError::Cgroup)?;
-    let mut command = tokio::process::Command::new(worker);
-    if std::env::current_exe().is_ok_and(|exe| exe == worker) {
+    let mut command = tokio::process::Command::new(&program);
+    // A configured path that is this very binary (an installed `agentd`) hosts the worker too.
+    if self_hosted || std::env::current_exe().is_ok_and(|exe| exe == program) {
         command.arg(SELF_HOSTED_WORKER_ARG);
     }
-    let child = command
+    let mut child = command
         .arg("--parent")
         .arg(std::process::id().to_string())
         .env_clear()
         .stdin(Stdio::from(OwnedFd::from(theirs)))
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .map_err(|source| WorkerError::Spawn {
@@ -152,6 +225,7 @@ pub async fn start(
     // The command holds our copy of the worker's socket end; dropping it now means a worker that
     // dies closes the last copy, and we see EOF at once instead of waiting for a timeout.
     drop(command);
+    let stderr = child.stderr.take().map(read_stderr);
     if let (Some(group), Some(pid)) = (&group, child.id()) {
         // Before the spec is sent the worker has forked nothing, so nothing escapes the group.
         group.add(pid).map_err(WorkerError::Cgroup)?;
@@ -159,34 +233,66 @@ pub async fn start(
     ours.set_nonblocking(true)
         .map_err(|e| WorkerError::Protocol(e.to_string()))?;
     let stream = UnixStream::from_std(ours).map_err(|e| WorkerError::Protocol(e.to_string()))?;
-    let mut chan = FrameReader::new(stream, FrameDecoder::default());
+    let mut chan = FrameReader::new(stream, FrameDecoder::new(max_frame(spec)));
     let locked = lock_down(&mut chan, spec).await;
+    let (report, locked) = match locked {
+        Ok(report) => (report, Ok(())),
+        Err((report, e)) => (report, Err(e)),
+    };
     let ready = ReadyWorker {
         child,
         chan,
         group,
+        stderr,
         timeout_ms: spec.limits.timeout_ms,
+        output_cap: usize::try_from(spec.limits.output_cap_bytes).unwrap_or(usize::MAX),
+        report,
         ended: false,
     };
-    // The lockdown report is not kept here: every result carries it to the model's caller.
     match locked {
         Ok(()) => Ok(ready),
         Err(e) => Err(ready.finish(e).await),
     }
 }
 
+/// Sends the spec and waits for a `ready` that meets it. On failure, the error and a report to
+/// keep meanwhile (the worker's, or an empty one).
 async fn lock_down(
     chan: &mut FrameReader<UnixStream>,
     spec: &SandboxSpec,
-) -> Result<(), WorkerError> {
-    send(chan, &ToWorker::Spec(spec.clone())).await?;
-    match recv(chan, LOCKDOWN_TIMEOUT).await? {
-        FromWorker::Ready(_) => Ok(()),
-        FromWorker::Failed(failure) => Err(WorkerError::Lockdown(failure)),
-        other => Err(WorkerError::Protocol(format!(
-            "expected `ready`, got `{}`",
-            other.variant_name()
-        ))),
+) -> Result<LockdownReport, (LockdownReport, WorkerError)> {
+    let none = || LockdownReport {
+        landlock_abi: None,
+        landlock: protocol::worker::LandlockStatus::NotEnforced,
+        seccomp: false,
+        no_new_privs: false,
+        capabilities_cleared: false,
+        containment: String::new(),
+        mount_namespace: false,
+        ipc_namespace: false,
+        protected: vec![],
+        uid: 0,
+        gid: 0,
+        warnings: vec![],
+    };
+    let expected = tool_worker::lockdown::mounts::view::protected_now(spec);
+    let answer = async {
+        send(chan, &ToWorker::Spec(spec.clone())).await?;
+        recv(chan, LOCKDOWN_TIMEOUT).await
+    };
+    match answer.await {
+        Ok(FromWorker::Ready(report)) => match verify(spec, &report)
+            .and_then(|()| super::verify::verify_protected(&expected, &report))
+        {
+            Ok(()) => Ok(trimmed(report)),
+            Err(shortfall) => Err((report, WorkerError::Shortfall(shortfall))),
+        },
+        Ok(FromWorker::Failed(failure)) => Err((none(), WorkerError::Lockdown(bounded(failure)))),
+        Ok(other) => Err((
+            none(),
+            WorkerError::Protocol(format!("expected `ready`, got `{}`", other.variant_name())),
+        )),
+        Err(e) => Err((none(), e)),
     }
 }
 
@@ -196,8 +302,14 @@ impl ReadyWorker {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The lockdown the worker reported and the supervisor verified against the spec.
+    pub fn lockdown(&self) -> &LockdownReport {
+        &self.report
+    }
+
     /// Runs the worker's one call; `timeout_ms` may shorten the spec's timeout. `on_output`
-    /// receives output as it streams. The worker is gone when this returns.
+    /// receives output as it streams. The worker and everything it started are gone when this
+    /// returns.
     pub async fn run(
         mut self,
         tool: ToolRequest,
@@ -208,6 +320,10 @@ impl ReadyWorker {
         let outcome = self.converse(tool, timeout, &mut on_output).await;
         match outcome {
             Ok(result) => {
+                // A worker exits by itself after its result, and as its PID namespace's init it
+                // exits only once everything the call started is gone: waiting for that (briefly)
+                // means nothing of the call outlives it, cgroup or not.
+                let _ = tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
                 self.end().await;
                 Ok(result)
             }
@@ -226,56 +342,110 @@ impl ReadyWorker {
             timeout_ms: Some(timeout_ms),
         };
         send(&mut self.chan, &ToWorker::Run(run)).await?;
-        let deadline =
-            tokio::time::Instant::now() + Duration::from_millis(timeout_ms) + RESULT_GRACE;
+        let started = tokio::time::Instant::now();
+        let deadline = started + Duration::from_millis(timeout_ms) + RESULT_GRACE;
+        let mut stream = Streamed::new(self.output_cap);
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match recv(&mut self.chan, left).await? {
-                FromWorker::Output(chunk) => on_output(&chunk.text),
-                FromWorker::Result(result) => return Ok(result),
-                FromWorker::Failed(failure) => return Err(WorkerError::Lockdown(failure)),
-                FromWorker::Ready(_) => {
+            // Checked before reading, not only by the read's timeout: a worker that floods output
+            // always has a frame ready, and would never let the read time out.
+            let message = if left.is_zero() {
+                Err(WorkerError::Hung(left))
+            } else {
+                recv(&mut self.chan, left).await
+            };
+            match message {
+                Ok(FromWorker::Output(chunk)) => stream.push(&chunk.text, on_output),
+                Ok(FromWorker::Result(result)) => {
+                    return Ok(capped(result, self.output_cap, &self.report));
+                }
+                Ok(FromWorker::Failed(failure)) => {
+                    return Err(WorkerError::Lockdown(bounded(failure)));
+                }
+                Ok(FromWorker::Ready(_)) => {
                     return Err(WorkerError::Protocol("a second `ready`".into()));
                 }
+                Err(WorkerError::Hung(_)) => {
+                    tracing::warn!(
+                        timeout_ms,
+                        "the tool-worker sent no result by the call's deadline; killed"
+                    );
+                    let elapsed = started.elapsed();
+                    return Ok(stream.timed_out(timeout_ms, elapsed, self.report.clone()));
+                }
+                Err(e) => return Err(e),
             }
         }
     }
 
     /// Ends the worker after `error`, saying how it ended where that helps.
     async fn finish(mut self, error: WorkerError) -> WorkerError {
-        let error = match error {
-            WorkerError::Died { .. } => {
-                // Say how the worker ended, which is more useful than "connection closed".
-                let status =
-                    match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
-                        Ok(Ok(status)) => status.to_string(),
-                        _ => "still running; killed".to_owned(),
-                    };
-                WorkerError::Died { status }
-            }
-            other => other,
+        let status = match &error {
+            // Say how the worker ended, which is more useful than "connection closed".
+            WorkerError::Died { .. } => Some(
+                match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
+                    Ok(Ok(status)) => status.to_string(),
+                    _ => "still running; killed".to_owned(),
+                },
+            ),
+            _ => None,
         };
-        self.end().await;
-        error
+        let stderr = self.end().await;
+        match status {
+            Some(status) => WorkerError::Died {
+                status,
+                stderr: excerpt(&stderr),
+            },
+            None => error,
+        }
     }
 
-    /// The worker exits after its result; make sure of it either way, then remove its cgroup.
-    async fn end(mut self) {
+    /// The worker exits after its result; make sure of it either way, kill whatever is left in
+    /// its cgroup, remove the cgroup, and log what the worker wrote to stderr (returned, escaped).
+    async fn end(mut self) -> String {
         let _ = self.child.start_kill();
+        if let Some(group) = &self.group {
+            group.kill();
+        }
         let _ = self.child.wait().await;
         drop(self.group.take());
         self.ended = true;
+        let stderr = match self.stderr.take() {
+            Some(mut reader) => {
+                match tokio::time::timeout(Duration::from_millis(500), &mut reader).await {
+                    Ok(Ok(bytes)) => bytes,
+                    _ => {
+                        // Something the worker started still holds its stderr: stop reading.
+                        reader.abort();
+                        Vec::new()
+                    }
+                }
+            }
+            None => Vec::new(),
+        };
+        let text = String::from_utf8_lossy(&stderr).escape_debug().to_string();
+        if !text.is_empty() {
+            tracing::warn!(stderr = %text, "the tool-worker wrote to stderr");
+        }
+        text
     }
 }
 
 impl Drop for ReadyWorker {
     /// A worker dropped before its call ended (a pool going away, a cancelled call): kill it and
-    /// reap it briefly, so its cgroup can be removed; `end` has done this already otherwise.
+    /// whatever it started, and reap it briefly, so its cgroup can be removed; `end` has done
+    /// this already otherwise.
     fn drop(&mut self) {
         if self.ended {
             return;
         }
         let _ = self.child.start_kill();
+        if let Some(group) = &self.group {
+            group.kill();
+        }
+        if let Some(reader) = self.stderr.take() {
+            reader.abort();
+        }
         for _ in 0..200 {
             if !matches!(self.child.try_wait(), Ok(None)) {
                 break;
@@ -292,9 +462,7 @@ async fn recv(
     match tokio::time::timeout(within, chan.read_message::<FromWorker>(Encoding::Bincode)).await {
         Err(_) => Err(WorkerError::Hung(within)),
         Ok(Ok(message)) => Ok(message),
-        Ok(Err(IoError::Closed)) | Ok(Err(IoError::Io(_))) => Err(WorkerError::Died {
-            status: String::new(),
-        }),
+        Ok(Err(IoError::Closed)) | Ok(Err(IoError::Io(_))) => Err(WorkerError::died()),
         Ok(Err(e)) => Err(WorkerError::Protocol(e.to_string())),
     }
 }
@@ -307,7 +475,5 @@ async fn send(chan: &mut FrameReader<UnixStream>, message: &ToWorker) -> Result<
         message,
     )
     .await
-    .map_err(|_| WorkerError::Died {
-        status: String::new(),
-    })
+    .map_err(|_| WorkerError::died())
 }

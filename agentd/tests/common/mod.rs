@@ -2,7 +2,7 @@
 //! and a temp root, removed when dropped.
 
 use protocol::worker::SandboxSpec;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `$TMPDIR/agentd-{label}-{pid}` with `ws/` (the workspace) and `tmp/` (the temp root).
 pub struct Dirs {
@@ -35,7 +35,24 @@ impl Drop for Dirs {
     }
 }
 
-/// The tool-worker binary built beside the tests.
+/// The tool-worker to run: `$AGENTD_TOOL_WORKER`, else the `tool-worker` binary in the target
+/// directory (`cargo build --bins`). Test binaries are neither `agent` nor `agentd`, so they
+/// cannot host the worker themselves, and the supervisor looks for none beside them.
 pub fn worker() -> PathBuf {
-    agentd::worker::locate_worker().expect("the tool-worker binary is built beside the tests")
+    if let Some(path) = std::env::var_os("AGENTD_TOOL_WORKER") {
+        return PathBuf::from(path);
+    }
+    // target/debug/deps/worker_tools-… → target/debug/tool-worker
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("tool-worker");
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo build --bins` first",
+        path.display()
+    );
+    path
 }

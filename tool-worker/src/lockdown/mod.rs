@@ -58,7 +58,10 @@ pub fn lock_down(spec: &SandboxSpec) -> Result<LockdownReport, WorkerFailure> {
     std::env::set_current_dir(&spec.workspace).map_err(|e| {
         fail(
             WorkerStep::Mounts,
-            format!("cannot enter the workspace {}: {e}", spec.workspace.display()),
+            format!(
+                "cannot enter the workspace {}: {e}",
+                spec.workspace.display()
+            ),
         )
     })?;
     limits::apply(&spec.limits, will_be_root).map_err(|e| fail(WorkerStep::Rlimits, e))?;
@@ -71,8 +74,8 @@ pub fn lock_down(spec: &SandboxSpec) -> Result<LockdownReport, WorkerFailure> {
     process::not_dumpable().map_err(|e| fail(WorkerStep::Capabilities, e))?;
     caps::clear_all().map_err(|e| fail(WorkerStep::Capabilities, e))?;
     process::no_new_privs().map_err(|e| fail(WorkerStep::NoNewPrivs, e))?;
-    let (landlock, abi) = landlock::enforce(spec, namespaces.mount)
-        .map_err(|e| fail(WorkerStep::Landlock, e))?;
+    let (landlock, abi) =
+        landlock::enforce(spec, namespaces.mount).map_err(|e| fail(WorkerStep::Landlock, e))?;
     seccomp::install(spec.network).map_err(|e| fail(WorkerStep::Seccomp, e))?;
 
     match landlock {

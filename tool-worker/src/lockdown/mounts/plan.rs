@@ -211,8 +211,19 @@ mod tests {
         let steps = plan(&view());
         assert_eq!(steps[0], Step::Private, "nothing may propagate to the host");
         let ws = PathBuf::from("/home/ana/project");
-        let grab = position(&steps, &Step::Grab { slot: 1, path: ws.clone() });
-        let hide = position(&steps, &Step::Hide { path: "/home".into() });
+        let grab = position(
+            &steps,
+            &Step::Grab {
+                slot: 1,
+                path: ws.clone(),
+            },
+        );
+        let hide = position(
+            &steps,
+            &Step::Hide {
+                path: "/home".into(),
+            },
+        );
         let point = position(
             &steps,
             &Step::MountPoint {
@@ -220,7 +231,13 @@ mod tests {
                 is_dir: true,
             },
         );
-        let attach = position(&steps, &Step::Attach { slot: 1, path: ws.clone() });
+        let attach = position(
+            &steps,
+            &Step::Attach {
+                slot: 1,
+                path: ws.clone(),
+            },
+        );
         let ro = position(&steps, &Step::ReadOnly);
         let writable = position(&steps, &Step::Writable { path: ws.clone() });
         let pin = position(
@@ -238,11 +255,23 @@ mod tests {
         let proc = position(&steps, &Step::Proc);
         let shm = position(&steps, &Step::Shm { bytes: 1 << 20 });
         assert!(grab < hide, "grabbed while still visible");
-        assert!(hide < point && point < attach, "attached inside the hiding tmpfs");
+        assert!(
+            hide < point && point < attach,
+            "attached inside the hiding tmpfs"
+        );
         assert!(attach < ro, "the hiding tmpfs ends read-only too");
-        assert!(ro < writable, "writable roots are cleared after the tree is read-only");
-        assert!(writable < pin && pin < protect, "protection is not undone by a later step");
-        assert!(ro < proc && ro < shm, "/proc and /dev/shm are made after, as made");
+        assert!(
+            ro < writable,
+            "writable roots are cleared after the tree is read-only"
+        );
+        assert!(
+            writable < pin && pin < protect,
+            "protection is not undone by a later step"
+        );
+        assert!(
+            ro < proc && ro < shm,
+            "/proc and /dev/shm are made after, as made"
+        );
     }
 
     #[test]
@@ -319,7 +348,13 @@ mod tests {
             ..View::default()
         };
         let steps = plan(&v);
-        let outer = position(&steps, &Step::Attach { slot: 0, path: "/tmp/ws".into() });
+        let outer = position(
+            &steps,
+            &Step::Attach {
+                slot: 0,
+                path: "/tmp/ws".into(),
+            },
+        );
         let inner = position(
             &steps,
             &Step::Attach {

@@ -115,7 +115,10 @@ pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec
                 let Ok(real) = found.canonicalize() else {
                     continue;
                 };
-                if writable.iter().any(|w| real.starts_with(&w.path) && real != w.path) {
+                if writable
+                    .iter()
+                    .any(|w| real.starts_with(&w.path) && real != w.path)
+                {
                     protected.push(real);
                 }
             }
@@ -200,10 +203,7 @@ mod tests {
     use super::*;
 
     fn scratch(label: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "agentd-view-{label}-{}",
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("agentd-view-{label}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir.canonicalize().unwrap()
