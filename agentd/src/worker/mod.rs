@@ -3,12 +3,13 @@
 //! [`spawn`] starts a worker and speaks the worker protocol with it; [`pool`] keeps workers
 //! locked down ahead of their call; [`cgroup`] bounds a call's
 //! processes and memory where the kernel offers a usable controller; [`env`] builds the tool's
-//! environment from an allowlist.
+//! environment from an allowlist; [`tmp`] makes the private temp dirs calls get.
 
 pub mod cgroup;
 pub mod env;
 pub mod pool;
 pub mod spawn;
+pub mod tmp;
 
 pub use pool::WorkerPool;
 pub use spawn::{ReadyWorker, WorkerError, locate_worker, run_tool, start};
