@@ -1,4 +1,8 @@
 //! glob and grep, walking the tree as git would see it (honouring .gitignore).
+//!
+//! Neither blocks on a FIFO, socket or device: the walk does not follow symlinks, glob opens no
+//! file, and grep reads only what the walk calls a regular file and `fstat` confirms
+//! ([`super::files::open_regular`]).
 
 use super::Outcome;
 use ignore::WalkBuilder;
@@ -87,7 +91,9 @@ pub fn grep(req: &GrepRequest) -> Outcome {
         {
             continue;
         }
-        let Ok(file) = std::fs::File::open(path) else {
+        // The walk said "file", but what is opened is checked again: a FIFO swapped in since
+        // would block the read.
+        let Ok(file) = super::files::open_regular(path) else {
             continue;
         };
         let mut reader = BufReader::new(file);
