@@ -7,8 +7,9 @@
 //! is what was there. Newline and tab are kept: they are what makes output readable, and they
 //! cannot move the cursor anywhere a line break could not.
 //!
-//! Only for text printed to a person: JSON output keeps the exact text (serde escapes control
-//! characters there, so it is inert already).
+//! Only for text printed to a person. JSON output keeps the exact text: serde escapes the C0
+//! controls there, and [`json`] escapes the rest (DEL, C1, bidi) as `\uXXXX`, which decodes to
+//! the very same string.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -42,9 +43,48 @@ pub fn inert(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Serialized JSON with every [`is_unsafe`] character that serde left raw (DEL, C1, bidi)
+/// written as a `\uXXXX` escape. The value it decodes to is unchanged: outside strings JSON is
+/// ASCII without controls, so these characters can only be inside strings, where the escape
+/// means the same character.
+pub fn json(text: &str) -> Cow<'_, str> {
+    let Some(first) = text.find(is_unsafe) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        if is_unsafe(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_escapes_what_serde_leaves_raw_and_decodes_to_the_same_value() {
+        let value =
+            serde_json::json!({"text": "a\x1b[2K\u{7f}\u{9b}1A\u{202e}b\u{2066}\n", "n": 1});
+        let serialized = value.to_string();
+        assert!(
+            serialized.contains('\u{9b}'),
+            "serde leaves C1 raw: {serialized:?}"
+        );
+        let shown = json(&serialized);
+        assert!(!shown.chars().any(is_unsafe), "{shown:?}");
+        assert!(
+            shown.contains("\\u009b") && shown.contains("\\u202e"),
+            "{shown}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
+        assert_eq!(back, value, "the same value, byte for byte");
+    }
 
     #[test]
     fn plain_text_newlines_and_tabs_pass_untouched_and_borrowed() {

@@ -2,7 +2,7 @@
 
 use crate::agent::dispatch::{Dispatcher, Emit};
 use crate::agent::turn::{Agent, Limits};
-use crate::inert::inert;
+use crate::inert::{self, inert};
 use crate::providers::Provider;
 use crate::settings::{self, Overrides};
 use crate::worker;
@@ -178,7 +178,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
                     };
                     if let (Ok(line), Ok(mut out)) = (serde_json::to_string(&envelope), out.lock())
                     {
-                        let _ = writeln!(out, "{line}");
+                        let _ = writeln!(out, "{}", inert::json(&line));
                         let _ = out.flush();
                     }
                 }
@@ -225,7 +225,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
                 "session_id": session,
                 "tool_calls": calls,
             });
-            println!("{v}");
+            // The same value, with what serde leaves raw (C1, bidi) escaped too.
+            println!("{}", inert::json(&v.to_string()));
         }
         "text" => {
             println!("{}", inert(&outcome.final_text));
