@@ -117,7 +117,7 @@ both!(
         give(&ws, who);
         let config = base.0.join("config.toml");
         std::fs::write(&config, "").unwrap();
-        let mut child = command_as(
+        let child = command_as(
             "agent",
             who,
             &[
