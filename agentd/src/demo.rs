@@ -8,9 +8,11 @@
 
 use crate::agent::dispatch::{Dispatcher, Emit};
 use crate::agent::turn::{Agent, Limits};
+use crate::inert::inert;
 use crate::providers::Provider;
 use crate::settings::{ProviderKind, ProviderSettings};
 use crate::worker;
+use crate::worker::tmp::{Owner, PrivateDir};
 use anyhow::{Context as _, Result};
 use protocol::event::Event;
 use protocol::session::FinishReason;
@@ -144,20 +146,24 @@ async fn serve(script: VecDeque<Vec<Value>>) -> Result<String> {
 fn print_event(event: &Event, out: &Mutex<std::io::Stdout>) {
     let Ok(mut out) = out.lock() else { return };
     match event {
+        // Our own bold around the model's text, which is made inert like the tools' output.
         Event::AssistantTextDelta(d) => {
-            let _ = write!(out, "\x1b[1m{}\x1b[0m", d.text);
+            let _ = write!(out, "\x1b[1m{}\x1b[0m", inert(&d.text));
         }
         Event::ToolCallStarted(s) => {
             let _ = writeln!(
                 out,
                 "  ▶ {} {}   [{}: {}]",
-                s.call.name, s.call.arguments, s.verdict, s.reason
+                inert(&s.call.name),
+                inert(&s.call.arguments),
+                s.verdict,
+                inert(&s.reason)
             );
         }
         Event::ToolCallFinished(f) => {
             let lines: Vec<&str> = f.content.lines().collect();
             for line in lines.iter().take(6) {
-                let _ = writeln!(out, "    │ {line}");
+                let _ = writeln!(out, "    │ {}", inert(line));
             }
             if lines.len() > 6 {
                 let _ = writeln!(out, "    │ … {} more lines", lines.len() - 6);
@@ -178,15 +184,18 @@ fn print_event(event: &Event, out: &Mutex<std::io::Stdout>) {
 
 /// Runs the demo; returns the exit code.
 pub fn run() -> Result<i32> {
-    let repo = std::env::temp_dir().join(format!("agentd-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&repo).with_context(|| format!("cannot create {}", repo.display()))?;
+    // A private dir (random name, 0700, ours) holds the repository and the calls' temp root.
+    let base = PrivateDir::create(&std::env::temp_dir(), "agentd-demo-", Owner::current())
+        .context("cannot create the demo's temp dir")?;
+    let repo = base.path().join("repo");
+    std::fs::create_dir(&repo).with_context(|| format!("cannot create {}", repo.display()))?;
     std::fs::write(repo.join("add.py"), "def add(a, b):\n    return a - b\n")?;
     std::fs::write(
         repo.join("test_add.py"),
         "from add import add\n\nassert add(2, 3) == 5, f\"add(2, 3) returned {add(2, 3)}\"\nprint(\"ok: 1 test passed\")\n",
     )?;
-    let tmp = repo.with_extension("tmp");
-    std::fs::create_dir_all(&tmp)?;
+    let tmp = base.path().join("tmp");
+    std::fs::create_dir(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     println!("agent demo — a scripted model fixes a failing test. No network, no API key.");
     println!(
         "repository: {} (every tool call runs in a fresh Landlock + seccomp sandbox)\n",
@@ -232,9 +241,8 @@ pub fn run() -> Result<i32> {
         anyhow::Ok(agent.run_turn("make the tests pass").await)
     })?;
     let fixed = std::fs::read_to_string(repo.join("add.py")).unwrap_or_default();
-    println!("add.py is now:\n{fixed}");
-    let _ = std::fs::remove_dir_all(&repo);
-    let _ = std::fs::remove_dir_all(&tmp);
+    println!("add.py is now:\n{}", inert(&fixed));
+    drop(base);
     Ok(
         if outcome.reason == FinishReason::Done && fixed.contains("a + b") {
             0

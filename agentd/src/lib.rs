@@ -9,6 +9,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod inert;
 pub mod providers;
 pub mod settings;
 pub mod worker;

@@ -22,7 +22,11 @@ async fn a_protected_path_created_by_one_call_is_read_only_for_the_next() {
     let pool = WorkerPool::new(worker(), f.spec(), 2);
     pool.warm_up();
     pool.settled().await;
-    assert_eq!(pool.ready(), 2, "both workers locked down before .git exists");
+    assert_eq!(
+        pool.ready(),
+        2,
+        "both workers locked down before .git exists"
+    );
 
     let first = pool
         .run(bash("git init -q && ls -d .git/hooks"), None, |_| {})

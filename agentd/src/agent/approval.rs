@@ -4,6 +4,7 @@
 //! dispatcher refuses, saying so. "Allow always" holds for the rest of the session for calls with
 //! the same key: the tool and, for bash, the command's first word; for file tools, the path.
 
+use crate::inert::inert;
 use protocol::event::ToolCall;
 use protocol::verdict::ApprovalDecision;
 use std::collections::HashSet;
@@ -53,9 +54,13 @@ impl Approver {
             return Some((ApprovalDecision::AllowOnce, "session"));
         }
         let _turn = prompt.lock().await;
+        // The model wrote the call: shown inert, so it cannot rewrite what the human reads.
         let question = format!(
-            "\n? {} {}\n  needs approval: {reason}\n  [y] allow once  [a] allow always for `{key}`  [N] deny: ",
-            call.name, call.arguments
+            "\n? {} {}\n  needs approval: {}\n  [y] allow once  [a] allow always for `{}`  [N] deny: ",
+            inert(&call.name),
+            inert(&call.arguments),
+            inert(reason),
+            inert(&key)
         );
         let answer = tokio::task::spawn_blocking(move || ask_tty(&question))
             .await

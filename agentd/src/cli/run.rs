@@ -2,9 +2,11 @@
 
 use crate::agent::dispatch::{Dispatcher, Emit};
 use crate::agent::turn::{Agent, Limits};
+use crate::inert::{self, inert};
 use crate::providers::Provider;
 use crate::settings::{self, Overrides};
 use crate::worker;
+use crate::worker::tmp::{Owner, PrivateDir};
 use anyhow::{Context as _, Result};
 use protocol::event::{Event, EventEnvelope};
 use protocol::ids::{Seq, SessionId};
@@ -144,10 +146,12 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let worker_bin = worker::locate_worker().context(
         "cannot find the tool-worker binary beside agent; set AGENTD_TOOL_WORKER to its path",
     )?;
-    let tmp = std::env::temp_dir().join(format!("agentd-run-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    // The session's temp root; each call gets a private dir inside it (see worker::tmp).
+    let tmp = PrivateDir::create(&std::env::temp_dir(), "agentd-run-", Owner::current())
+        .context("cannot create the session's temp dir")?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut sandbox = worker::default_sandbox(workspace.clone(), tmp.clone(), home.as_deref());
+    let mut sandbox =
+        worker::default_sandbox(workspace.clone(), tmp.path().to_owned(), home.as_deref());
     sandbox.network = policy.network() == protocol::verdict::Verdict::Allow;
     let dispatcher = Arc::new(Dispatcher {
         policy: Arc::new(policy),
@@ -174,7 +178,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
                     };
                     if let (Ok(line), Ok(mut out)) = (serde_json::to_string(&envelope), out.lock())
                     {
-                        let _ = writeln!(out, "{line}");
+                        let _ = writeln!(out, "{}", inert::json(&line));
                         let _ = out.flush();
                     }
                 }
@@ -205,7 +209,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     });
     // The pool's waiting worker is killed, reaped and its cgroup removed before its temp dir goes.
     drop(agent);
-    let _ = std::fs::remove_dir_all(&tmp);
+    drop(tmp);
     match format.as_str() {
         "json" => {
             let calls: Vec<serde_json::Value> = outcome
@@ -221,12 +225,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
                 "session_id": session,
                 "tool_calls": calls,
             });
-            println!("{v}");
+            // The same value, with what serde leaves raw (C1, bidi) escaped too.
+            println!("{}", inert::json(&v.to_string()));
         }
         "text" => {
-            println!("{}", outcome.final_text);
+            println!("{}", inert(&outcome.final_text));
             if let Some(m) = &outcome.message {
-                eprintln!("agent: the turn ended ({:?}): {m}", outcome.reason);
+                eprintln!("agent: the turn ended ({:?}): {}", outcome.reason, inert(m));
             }
         }
         _ => {}
@@ -238,21 +243,21 @@ pub fn run(args: RunArgs) -> Result<i32> {
     })
 }
 
-/// Tool activity on stderr, for `--output-format text`.
+/// Tool activity on stderr, for `--output-format text`. The model's and the tools' words are
+/// made [`inert`]: they reach a terminal.
 fn describe(event: &Event) {
     match event {
         Event::ToolCallStarted(s) => eprintln!(
             "→ {} {} [{}: {}]",
-            s.call.name, s.call.arguments, s.verdict, s.reason
+            inert(&s.call.name),
+            inert(&s.call.arguments),
+            s.verdict,
+            inert(&s.reason)
         ),
         Event::ToolCallFinished(f) => {
             let first = f.content.lines().next().unwrap_or_default();
-            eprintln!(
-                "  {:?} ({} ms) {}",
-                f.status,
-                f.duration_ms,
-                first.chars().take(100).collect::<String>()
-            );
+            let first: String = first.chars().take(100).collect();
+            eprintln!("  {:?} ({} ms) {}", f.status, f.duration_ms, inert(&first));
         }
         _ => {}
     }

@@ -1,7 +1,9 @@
 //! `agentd sandbox`: run a command through a real tool-worker, exactly as a bash tool call would,
 //! to see what the sandbox allows on this machine.
 
-use crate::worker::{self, WorkerError};
+use crate::inert::inert;
+use crate::worker;
+use crate::worker::tmp::{Owner, PrivateDir};
 use anyhow::{Context as _, Result, bail};
 use protocol::worker::{BashRequest, ResourceLimits, SandboxProfile, ToolRequest};
 use std::io::Write;
@@ -84,38 +86,6 @@ fn absolute(paths: &[PathBuf], flag: &str) -> Result<Vec<PathBuf>> {
         .collect()
 }
 
-/// A private directory for one call, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<Self> {
-        use std::os::unix::fs::DirBuilderExt;
-        let base = std::env::temp_dir().join(format!("agentd-{}", nix::unistd::geteuid()));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&base)
-            .with_context(|| format!("cannot create {}", base.display()))?;
-        for n in 0..1000 {
-            let dir = base.join(format!("call-{}-{n}", std::process::id()));
-            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-                Ok(()) => return Ok(Self(dir)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot create {}", dir.display()));
-                }
-            }
-        }
-        bail!("cannot find a free temp dir name under {}", base.display())
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Runs `agentd sandbox`; returns the exit code.
 pub fn run(args: SandboxArgs) -> Result<i32> {
     let workspace = match &args.workspace {
@@ -147,7 +117,9 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
     let worker_bin = worker::locate_worker().context(
         "cannot find the tool-worker binary beside agentd; set AGENTD_TOOL_WORKER to its path",
     )?;
-    let tmp = TempDir::new()?;
+    // The call's private temp dir (random name, 0700, ours), removed when `tmp` is dropped.
+    let tmp = PrivateDir::create(&std::env::temp_dir(), "agentd-sandbox-", Owner::current())
+        .context("cannot create the call's temp dir")?;
     let mut limits = ResourceLimits {
         timeout_ms: (args.timeout * 1000.0) as u64,
         ..ResourceLimits::default()
@@ -156,7 +128,7 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
         limits.memory_bytes = memory;
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut spec = worker::default_sandbox(workspace, tmp.0.clone(), home.as_deref());
+    let mut spec = worker::default_sandbox(workspace, tmp.path().to_owned(), home.as_deref());
     spec.profile = profile;
     spec.network = args.network;
     spec.limits = limits;
@@ -170,12 +142,9 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
     let outcome = runtime.block_on(worker::run_tool(&worker_bin, &spec, tool, |_| {}));
     let result = match outcome {
         Ok(result) => result,
-        Err(e @ WorkerError::Lockdown(_)) | Err(e @ WorkerError::Spawn { .. }) => {
-            eprintln!("agentd sandbox: {e}");
-            return Ok(125);
-        }
+        // The worker's words (a lockdown failure's message) are made inert like its output.
         Err(e) => {
-            eprintln!("agentd sandbox: {e}");
+            eprintln!("agentd sandbox: {}", inert(&e.to_string()));
             return Ok(125);
         }
     };
@@ -194,7 +163,7 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
         );
         eprintln!("cgroup: {}", worker::cgroup::Layout::detect().describe());
         for w in &l.warnings {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", inert(w));
         }
         eprintln!(
             "{} bytes of output in {} ms{}",
@@ -203,8 +172,9 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
             if result.truncated { ", truncated" } else { "" }
         );
     }
+    // What the command printed, with its control sequences shown, not acted on by the terminal.
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(result.content.as_bytes());
+    let _ = stdout.write_all(inert(&result.content).as_bytes());
     if !result.content.ends_with('\n') && !result.content.is_empty() {
         let _ = stdout.write_all(b"\n");
     }

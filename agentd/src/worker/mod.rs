@@ -4,13 +4,14 @@
 //! ([`verify`] checks its binary and its lockdown report, [`caps`] bounds what it sends and
 //! [`spawn`] ends a call at its deadline); [`pool`] keeps workers locked down ahead of their call; [`cgroup`] bounds a call's
 //! processes and memory where the kernel offers a usable controller; [`env`] builds the tool's
-//! environment from an allowlist.
+//! environment from an allowlist; [`tmp`] makes the private temp dirs calls get.
 
 pub mod caps;
 pub mod cgroup;
 pub mod env;
 pub mod pool;
 pub mod spawn;
+pub mod tmp;
 pub mod verify;
 
 pub use pool::WorkerPool;

@@ -8,8 +8,10 @@
 //! call takes one, sends the request (with the call's shorter timeout, if any) and the worker is
 //! gone after its result, exactly as a fresh one. The pool is refilled in the background.
 //!
-//! What stays true: every worker serves exactly one call; its temp dir is its own and removed with
-//! it; a waiting worker that died is never used (the call starts a fresh one); when the background
+//! What stays true: every worker serves exactly one call; its temp dir is its own (a
+//! [`PrivateDir`]: random name, 0700, owned by the uid the worker runs as) and removed with it; a
+//! waiting worker that is no longer fresh — it died, or the workspace it entered was renamed away
+//! and another directory put at its path — is never used (the call starts a fresh one); when the background
 //! start fails, the pool stops refilling and calls start their own worker, so the error is the
 //! call's to report, not a loop of failing spawns. Waiting workers are the supervisor's processes,
 //! not any call's: they are killed (and their cgroups and temp dirs removed) when the pool is
@@ -19,10 +21,11 @@
 //! spawned from tokio tasks, so from runtime threads that live as long as the runtime.
 
 use super::spawn::{ReadyWorker, WorkerError, start};
+use super::tmp::{Owner, PrivateDir};
 use protocol::worker::{SandboxSpec, ToolRequest, ToolResult};
 use std::collections::VecDeque;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
@@ -41,8 +44,6 @@ struct Inner {
     state: Mutex<State>,
     /// Signalled whenever a background start ends.
     changed: Notify,
-    /// Workers started so far, to name their temp dirs.
-    started: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -53,20 +54,57 @@ struct State {
     broken: bool,
 }
 
-/// A ready worker and the temp dir it was locked down with.
+/// A ready worker, the temp dir it was locked down with, and what it was started against.
 #[derive(Debug)]
 struct Warm {
     worker: ReadyWorker,
-    tmp: CallDir,
+    tmp: PrivateDir,
+    basis: Basis,
 }
 
-/// A call's private temp dir, removed when dropped.
-#[derive(Debug)]
-struct CallDir(PathBuf);
+/// What a worker was started against, looked at again when a call would take it: a warm worker
+/// is fresh only while it still matches. A new condition is a field here and a line in
+/// [`Warm::staleness`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Basis {
+    /// Device and inode of the workspace, taken *before* the worker was started: the worker
+    /// enters the workspace (and Landlock grants it) by path at lockdown, so it holds the
+    /// directory the path named then. If the path names another directory at call time
+    /// (`mv ws ws.old && mkdir ws`), the worker would run in the old one. (Taken before the
+    /// start, a swap during the start can only make a worker look stale, never fresh.)
+    workspace: Option<(u64, u64)>,
+}
 
-impl Drop for CallDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+impl Basis {
+    /// The basis as things are now.
+    fn now(template: &SandboxSpec) -> Self {
+        Basis {
+            workspace: std::fs::metadata(&template.workspace)
+                .ok()
+                .map(|m| (m.dev(), m.ino())),
+        }
+    }
+}
+
+/// Why a waiting worker may not serve a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stale {
+    /// It died while waiting.
+    Died,
+    /// The workspace path names another directory than the one the worker entered.
+    WorkspaceReplaced,
+}
+
+impl Warm {
+    /// `None` if this worker may serve a call made now (`now` is [`Basis::now`]), else why not.
+    fn staleness(&mut self, now: &Basis) -> Option<Stale> {
+        if !self.worker.is_alive() {
+            return Some(Stale::Died);
+        }
+        if self.basis.workspace.is_none() || self.basis.workspace != now.workspace {
+            return Some(Stale::WorkspaceReplaced);
+        }
+        None
     }
 }
 
@@ -82,7 +120,6 @@ impl WorkerPool {
                 size,
                 state: Mutex::new(State::default()),
                 changed: Notify::new(),
-                started: AtomicU64::new(0),
             }),
         }
     }
@@ -124,7 +161,7 @@ impl WorkerPool {
     ) -> Result<ToolResult, WorkerError> {
         let warm = self.inner.take();
         Inner::refill(&self.inner);
-        let Warm { worker, tmp } = match warm {
+        let Warm { worker, tmp, .. } = match warm {
             Some(warm) => warm,
             None => {
                 let warm = self.inner.start_one().await?;
@@ -144,14 +181,22 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The oldest ready worker that is still alive.
+    /// The oldest ready worker that is still fresh; stale ones are discarded (killed, their
+    /// temp dirs removed).
     fn take(&self) -> Option<Warm> {
+        let now = Basis::now(&self.template);
         let mut state = self.lock();
         while let Some(mut warm) = state.ready.pop_front() {
-            if warm.worker.is_alive() {
-                return Some(warm);
+            match warm.staleness(&now) {
+                None => return Some(warm),
+                Some(Stale::Died) => {
+                    tracing::warn!("a waiting tool-worker died before its call; discarded");
+                }
+                Some(Stale::WorkspaceReplaced) => tracing::warn!(
+                    "the workspace {} is another directory than when a waiting tool-worker entered it; the worker is discarded",
+                    self.template.workspace.display()
+                ),
             }
-            tracing::warn!("a waiting tool-worker died before its call; discarded");
         }
         None
     }
@@ -188,15 +233,17 @@ impl Inner {
 
     /// Starts one worker in a temp dir of its own and waits for it to be ready.
     async fn start_one(&self) -> Result<Warm, WorkerError> {
-        let n = self.started.fetch_add(1, Ordering::Relaxed);
-        let tmp = CallDir(self.template.tmp_dir.join(format!("call-{n}")));
-        std::fs::create_dir_all(&tmp.0).map_err(|source| WorkerError::TempDir {
-            path: tmp.0.clone(),
-            source,
+        let root = &self.template.tmp_dir;
+        let tmp = PrivateDir::create(root, "call-", Owner::of(&self.template)).map_err(|e| {
+            WorkerError::TempDir {
+                path: root.clone(),
+                source: e.into(),
+            }
         })?;
-        let spec = call_spec(&self.template, &tmp.0);
+        let basis = Basis::now(&self.template);
+        let spec = call_spec(&self.template, tmp.path());
         let worker = start(&self.worker, &spec).await?;
-        Ok(Warm { worker, tmp })
+        Ok(Warm { worker, tmp, basis })
     }
 }
 

@@ -1,4 +1,8 @@
 //! glob and grep, walking the tree as git would see it (honouring .gitignore).
+//!
+//! Neither blocks on a FIFO, socket or device: the walk does not follow symlinks, glob opens no
+//! file, and grep reads only what the walk calls a regular file and `fstat` confirms
+//! ([`super::files::open_regular`]).
 
 use super::Outcome;
 use ignore::WalkBuilder;
@@ -87,7 +91,9 @@ pub fn grep(req: &GrepRequest) -> Outcome {
         {
             continue;
         }
-        let Ok(file) = std::fs::File::open(path) else {
+        // The walk said "file", but what is opened is checked again: a FIFO swapped in since
+        // would block the read.
+        let Ok(file) = super::files::open_regular(path) else {
             continue;
         };
         let mut reader = BufReader::new(file);
@@ -127,4 +133,64 @@ pub fn grep(req: &GrepRequest) -> Outcome {
         return Outcome::ok(format!("no matches for {:?} under {root}", req.pattern));
     }
     Outcome::ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::tools::files::list_dir;
+    use protocol::worker::ListDirRequest;
+    use std::time::Duration;
+
+    /// Runs `f` on a thread; fails if it has not returned within 3 s (it would be blocked on a
+    /// FIFO for good).
+    fn within_3s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(3))
+            .expect("blocked: did not return within 3 s")
+    }
+
+    #[test]
+    fn grep_glob_and_list_dir_pass_over_a_fifo_without_blocking() {
+        let dir = std::env::temp_dir().join(format!("agentd-search-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let fifo = dir.join("a-pipe.txt");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+        std::os::unix::fs::symlink(&fifo, dir.join("b-link.txt")).unwrap();
+        std::fs::write(dir.join("c-real.txt"), "needle here\n").unwrap();
+        let root = dir.display().to_string();
+        let grep_in = |path: String| GrepRequest {
+            pattern: "needle".into(),
+            path: Some(path),
+            glob: None,
+            ignore_case: false,
+            max_matches: None,
+        };
+        // Sanity, in the same tree: the regular file's line is found.
+        let req = grep_in(root.clone());
+        let out = within_3s(move || grep(&req));
+        assert!(
+            out.content.contains("c-real.txt:1:needle here"),
+            "{}",
+            out.content
+        );
+        let req = grep_in(fifo.display().to_string());
+        let out = within_3s(move || grep(&req));
+        assert!(out.content.starts_with("no matches"), "{}", out.content);
+        let req = GlobRequest {
+            pattern: "*.txt".into(),
+            path: Some(root.clone()),
+        };
+        let out = within_3s(move || glob(&req));
+        assert!(out.content.contains("a-pipe.txt"), "{}", out.content);
+        let req = ListDirRequest { path: Some(root) };
+        let out = within_3s(move || list_dir(&req));
+        assert!(out.content.contains("a-pipe.txt"), "{}", out.content);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

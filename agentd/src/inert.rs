@@ -1,0 +1,128 @@
+//! Text from the model or a tool, made inert for a terminal.
+//!
+//! Tool output and model text are the adversary's words. Printed raw, their control sequences act
+//! on the user's terminal: OSC 52 writes the clipboard, cursor movement and `\r` overwrite the
+//! line that showed what ran, a title sequence or a bidi override makes a command read as
+//! something else. [`inert`] shows every such character escaped, visibly, so what the user reads
+//! is what was there. Newline and tab are kept: they are what makes output readable, and they
+//! cannot move the cursor anywhere a line break could not.
+//!
+//! Only for text printed to a person. JSON output keeps the exact text: serde escapes the C0
+//! controls there, and [`json`] escapes the rest (DEL, C1, bidi) as `\uXXXX`, which decodes to
+//! the very same string.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// Whether `c` is shown escaped: C0 controls but `\n` and `\t`, DEL, C1 controls (U+0080–U+009F;
+/// U+009B is CSI on some terminals), bidi embeddings and overrides (U+202A–U+202E) and isolates
+/// (U+2066–U+2069).
+pub fn is_unsafe(c: char) -> bool {
+    matches!(c,
+        '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f' | '\u{80}'..='\u{9f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every [`is_unsafe`] character written as an escape: `\x1b` for ASCII controls,
+/// `\u{9b}` for the others. Borrows when there is nothing to escape.
+pub fn inert(text: &str) -> Cow<'_, str> {
+    let Some(first) = text.find(is_unsafe) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        if !is_unsafe(c) {
+            out.push(c);
+        } else if c.is_ascii() {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Serialized JSON with every [`is_unsafe`] character that serde left raw (DEL, C1, bidi)
+/// written as a `\uXXXX` escape. The value it decodes to is unchanged: outside strings JSON is
+/// ASCII without controls, so these characters can only be inside strings, where the escape
+/// means the same character.
+pub fn json(text: &str) -> Cow<'_, str> {
+    let Some(first) = text.find(is_unsafe) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        if is_unsafe(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_escapes_what_serde_leaves_raw_and_decodes_to_the_same_value() {
+        let value =
+            serde_json::json!({"text": "a\x1b[2K\u{7f}\u{9b}1A\u{202e}b\u{2066}\n", "n": 1});
+        let serialized = value.to_string();
+        assert!(
+            serialized.contains('\u{9b}'),
+            "serde leaves C1 raw: {serialized:?}"
+        );
+        let shown = json(&serialized);
+        assert!(!shown.chars().any(is_unsafe), "{shown:?}");
+        assert!(
+            shown.contains("\\u009b") && shown.contains("\\u202e"),
+            "{shown}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
+        assert_eq!(back, value, "the same value, byte for byte");
+    }
+
+    #[test]
+    fn plain_text_newlines_and_tabs_pass_untouched_and_borrowed() {
+        let text = "ok: 1 test passed\n\tindented — ünïcödé 漢字 🙂\n";
+        assert!(matches!(inert(text), Cow::Borrowed(t) if t == text));
+    }
+
+    #[test]
+    fn terminal_controls_are_shown_escaped() {
+        let cases = [
+            ("\x1b]52;c;aGk=\x07", r"\x1b]52;c;aGk=\x07"),
+            ("safe\r\x1b[2Kevil", r"safe\x0d\x1b[2Kevil"),
+            ("\x1b[1A\x1b[2K", r"\x1b[1A\x1b[2K"),
+            ("a\x08b\x7f\0", r"a\x08b\x7f\x00"),
+            ("\u{9b}31m", r"\u{9b}31m"),
+            ("\u{85}", r"\u{85}"),
+            ("ls \u{202e}txt.exe", r"ls \u{202e}txt.exe"),
+            ("\u{2066}x\u{2069}", r"\u{2066}x\u{2069}"),
+            ("vt\x0bff\x0c", r"vt\x0bff\x0c"),
+        ];
+        for (raw, shown) in cases {
+            assert_eq!(inert(raw), shown, "{raw:?}");
+            assert!(!inert(raw).chars().any(is_unsafe), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn the_edges_of_each_range_are_right() {
+        for c in [
+            '\0', '\x08', '\x0b', '\x1f', '\x7f', '\u{80}', '\u{9f}', '\u{202a}', '\u{202e}',
+            '\u{2066}', '\u{2069}',
+        ] {
+            assert!(is_unsafe(c), "{c:?}");
+        }
+        for c in [
+            '\n', '\t', ' ', '~', '\u{a0}', '\u{2029}', '\u{202f}', '\u{2065}', '\u{206a}', 'é',
+        ] {
+            assert!(!is_unsafe(c), "{c:?}");
+        }
+    }
+}

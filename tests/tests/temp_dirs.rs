@@ -1,0 +1,278 @@
+//! Temp dirs another local user cannot steer: for every temp-dir creator a binary reaches
+//! (`agentd sandbox`, and `agent run` with its pool of workers), another uid pre-makes the names
+//! a predictable scheme would use — a directory of theirs, a symlink to their directory, a
+//! symlink to a victim's directory, a file — in a shared sticky directory (our `TMPDIR`, like
+//! /tmp). Each run must still succeed (a call writes and reads its `TMPDIR`: the sanity check in
+//! the same set-up), in a directory that is private (0700, owned by the uid the call runs as),
+//! while nothing lands where the planted names point, and nothing is left behind.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
+
+use agentd_e2e::mock_llm::{MockLlm, openai};
+use agentd_e2e::{As, Dir, command_as, sandbox, test_user};
+use serde_json::json;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+macro_rules! both {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn as_root() {
+                ($body)(As::Root);
+            }
+            #[test]
+            fn as_unprivileged_user() {
+                if test_user().is_none() {
+                    eprintln!("skipped: needs root to create the test user");
+                    return;
+                }
+                ($body)(As::User);
+            }
+        }
+    };
+}
+
+/// The call writes and reads back a file in its TMPDIR, and says where that was and what it was.
+const PROBE: &str = "echo \"tmp=$TMPDIR\"; stat -c 'call=%a:%u' \"$TMPDIR\"; \
+    stat -c 'parent=%a:%u' \"$(dirname \"$TMPDIR\")\"; \
+    echo written > \"$TMPDIR/out\" && echo \"read=$(cat \"$TMPDIR/out\")\"";
+
+/// The uid `who` runs as.
+fn uid_of(who: As) -> u32 {
+    match who {
+        As::Root => nix::unistd::geteuid().as_raw(),
+        As::User => test_user().unwrap().uid,
+    }
+}
+
+/// Another local user than `who`: the test user against root, `nobody` against the test user.
+fn other_uid(who: As) -> u32 {
+    match who {
+        As::Root => test_user().map_or(65534, |u| u.uid),
+        As::User => 65534,
+    }
+}
+
+/// What another user can leave at a name before we use it.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// A directory of theirs, open to all.
+    Dir,
+    /// A symlink to a directory of theirs.
+    LinkToTheirs,
+    /// A symlink to a directory of the victim's (ours).
+    LinkToVictim,
+    /// A plain file.
+    File,
+}
+
+const SHAPES: [Shape; 4] = [
+    Shape::Dir,
+    Shape::LinkToTheirs,
+    Shape::LinkToVictim,
+    Shape::File,
+];
+
+/// A shared sticky TMPDIR, the other user's own directory in it, and a directory of the victim's.
+struct Scene {
+    who: As,
+    shared: Dir,
+    theirs: PathBuf,
+    victim: Dir,
+    planted: Vec<(PathBuf, Shape)>,
+}
+
+impl Scene {
+    fn new(who: As) -> Self {
+        let shared = Dir::new("shared-tmp", As::Root);
+        std::fs::set_permissions(&shared.0, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let theirs = shared.0.join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+        chown(&theirs, other_uid(who));
+        let victim = Dir::new("victim", who);
+        Scene {
+            who,
+            shared,
+            theirs,
+            victim,
+            planted: Vec::new(),
+        }
+    }
+
+    /// The other user puts `shape` at `name` in the shared directory.
+    fn plant(&mut self, name: &str, shape: Shape) {
+        let path = self.shared.0.join(name);
+        match shape {
+            Shape::Dir => {
+                std::fs::create_dir(&path).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+            }
+            Shape::LinkToTheirs => std::os::unix::fs::symlink(&self.theirs, &path).unwrap(),
+            Shape::LinkToVictim => std::os::unix::fs::symlink(&self.victim.0, &path).unwrap(),
+            Shape::File => std::fs::write(&path, "theirs").unwrap(),
+        }
+        chown(&path, other_uid(self.who));
+        self.planted.push((path, shape));
+    }
+
+    fn tmpdir(&self) -> String {
+        self.shared.0.display().to_string()
+    }
+
+    /// The call ran, in a private temp dir of its own under the shared one; nothing reached
+    /// the other user's directory or the victim's; the planted entries are untouched; and the
+    /// temp dir is gone.
+    fn check(&self, output: &str) {
+        assert!(output.contains("read=written"), "the call ran: {output}");
+        let tmp = PathBuf::from(field(output, "tmp="));
+        assert!(tmp.starts_with(&self.shared.0), "{}", tmp.display());
+        for (path, _) in &self.planted {
+            assert!(
+                !tmp.starts_with(path),
+                "the call's TMPDIR {} is under the planted {}",
+                tmp.display(),
+                path.display()
+            );
+        }
+        let uid = uid_of(self.who);
+        assert_eq!(field(output, "call="), format!("700:{uid}"), "{output}");
+        assert_eq!(
+            std::fs::read_dir(&self.theirs).unwrap().count(),
+            0,
+            "nothing in the other user's directory"
+        );
+        assert_eq!(
+            std::fs::read_dir(&self.victim.0).unwrap().count(),
+            0,
+            "nothing in the victim's directory"
+        );
+        for (path, shape) in &self.planted {
+            let meta = std::fs::symlink_metadata(path).unwrap();
+            assert_eq!(meta.uid(), other_uid(self.who), "{}", path.display());
+            match shape {
+                Shape::Dir => assert_eq!(std::fs::read_dir(path).unwrap().count(), 0),
+                Shape::LinkToTheirs | Shape::LinkToVictim => assert!(meta.is_symlink()),
+                Shape::File => assert_eq!(std::fs::read_to_string(path).unwrap(), "theirs"),
+            }
+        }
+        assert!(
+            !tmp.exists(),
+            "the call's temp dir {} is removed",
+            tmp.display()
+        );
+        let planted: Vec<&Path> = self.planted.iter().map(|(p, _)| p.as_path()).collect();
+        let left: Vec<PathBuf> = std::fs::read_dir(&self.shared.0)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| *p != self.theirs && !planted.contains(&p.as_path()))
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+}
+
+fn chown(path: &Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+}
+
+fn field<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no `{key}` in {text:?}"))
+}
+
+// `agentd sandbox` used `$TMPDIR/agentd-<uid>` (made with `create_dir_all`) and call dirs in it.
+both!(sandbox_is_not_steered_by_planted_temp_paths, |who| {
+    for shape in SHAPES {
+        let mut scene = Scene::new(who);
+        scene.plant(&format!("agentd-{}", uid_of(who)), shape);
+        let ws = Dir::new("tmp-ws", who);
+        let tmpdir = scene.tmpdir();
+        let run = sandbox(who, &ws.0, &[], PROBE, &[("TMPDIR", tmpdir.as_str())]);
+        assert_eq!(run.code, 0, "{shape:?}: {run:?}");
+        scene.check(&run.stdout);
+    }
+});
+
+/// The pids the next processes are likely to get.
+fn next_pids(n: u32) -> std::ops::Range<u32> {
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    last + 1..last + 1 + n
+}
+
+/// Runs `agent run` as `who` with `TMPDIR` = `tmpdir`, on a model that calls bash once with
+/// `command` and then answers; returns the tool result the model was sent, and agent's stderr.
+fn agent_run_bash(who: As, tmpdir: &str, command: &str) -> String {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let args = json!({ "command": command }).to_string();
+    let mock = rt.block_on(MockLlm::start(vec![
+        agentd_e2e::mock_llm::Reply::stream(vec![
+            openai::tool(0, Some("call_1"), Some("bash"), &args),
+            openai::finish("tool_calls"),
+        ]),
+        agentd_e2e::mock_llm::Reply::stream(vec![openai::text("done"), openai::finish("stop")]),
+    ]));
+    let ws = Dir::new("tmp-run-ws", who);
+    let home = Dir::new("tmp-run-home", who);
+    let config = home.0.join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    let out = command_as(
+        "agent",
+        who,
+        &[
+            ("HOME", home.0.to_str().unwrap()),
+            ("TMPDIR", tmpdir),
+            ("PROVIDER", "openai"),
+            ("BASE_URL", mock.url().as_str()),
+            ("API_KEY", "sk-e2e"),
+            ("MODEL", "mock-model"),
+        ],
+    )
+    .args([
+        "run",
+        "-p",
+        "go",
+        "--dangerously-skip-permissions",
+        "--workspace",
+    ])
+    .arg(&ws.0)
+    .arg("--config")
+    .arg(&config)
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{stderr}");
+    let sent: serde_json::Value = serde_json::from_str(&requests[1].raw_body).unwrap();
+    let messages = sent["messages"].as_array().unwrap();
+    messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no tool result in {sent}"))
+        .to_owned()
+}
+
+// `agent run` used `$TMPDIR/agentd-run-<pid>` (made with `create_dir_all`) and `call-<n>` in it,
+// for the workers of its pool. The next few hundred pids get every shape in turn.
+both!(agent_run_is_not_steered_by_planted_temp_paths, |who| {
+    let mut scene = Scene::new(who);
+    for pid in next_pids(400) {
+        scene.plant(&format!("agentd-run-{pid}"), SHAPES[pid as usize % 4]);
+    }
+    let output = agent_run_bash(who, &scene.tmpdir(), PROBE);
+    // The session's root is private to the uid the workers run as, too.
+    assert_eq!(
+        field(&output, "parent="),
+        format!("700:{}", uid_of(who)),
+        "{output}"
+    );
+    scene.check(&output);
+});
