@@ -65,7 +65,7 @@ struct Warm {
 /// What a worker was started against, looked at again when a call would take it: a warm worker
 /// is fresh only while it still matches. A new condition is a field here and a line in
 /// [`Warm::staleness`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Basis {
     /// Device and inode of the workspace, taken *before* the worker was started: the worker
     /// enters the workspace (and Landlock grants it) by path at lockdown, so it holds the
@@ -73,6 +73,9 @@ struct Basis {
     /// (`mv ws ws.old && mkdir ws`), the worker would run in the old one. (Taken before the
     /// start, a swap during the start can only make a worker look stale, never fresh.)
     workspace: Option<(u64, u64)>,
+    /// The protected paths that exist: one created after a worker locked down (`git init` in an
+    /// earlier call) is writable to that worker, which must then not serve a call.
+    protected: Vec<std::path::PathBuf>,
 }
 
 impl Basis {
@@ -82,6 +85,7 @@ impl Basis {
             workspace: std::fs::metadata(&template.workspace)
                 .ok()
                 .map(|m| (m.dev(), m.ino())),
+            protected: tool_worker::lockdown::mounts::view::protected_now(template),
         }
     }
 }
@@ -93,6 +97,8 @@ enum Stale {
     Died,
     /// The workspace path names another directory than the one the worker entered.
     WorkspaceReplaced,
+    /// A protected path exists that the worker did not make read-only.
+    Unprotected,
 }
 
 impl Warm {
@@ -103,6 +109,10 @@ impl Warm {
         }
         if self.basis.workspace.is_none() || self.basis.workspace != now.workspace {
             return Some(Stale::WorkspaceReplaced);
+        }
+        let protected = &self.worker.lockdown().protected;
+        if now.protected.iter().any(|p| !protected.contains(p)) {
+            return Some(Stale::Unprotected);
         }
         None
     }
@@ -195,6 +205,9 @@ impl Inner {
                 Some(Stale::WorkspaceReplaced) => tracing::warn!(
                     "the workspace {} is another directory than when a waiting tool-worker entered it; the worker is discarded",
                     self.template.workspace.display()
+                ),
+                Some(Stale::Unprotected) => tracing::info!(
+                    "a protected path was created after a waiting tool-worker locked down; a fresh worker serves the call"
                 ),
             }
         }

@@ -11,9 +11,9 @@ pub struct CapsError {
     source: caps::errors::CapsError,
 }
 
-/// Empties the bounding, ambient, inheritable, permitted and effective sets, in that order (the
-/// bounding set can only be reduced while CAP_SETPCAP is still effective).
-pub fn clear_all() -> Result<(), CapsError> {
+/// Empties the bounding set. Needs CAP_SETPCAP, so it comes before the uid change, which
+/// empties the permitted and effective sets of a process that leaves uid 0.
+pub fn clear_bounding() -> Result<(), CapsError> {
     for cap in caps::all() {
         if caps::has_cap(None, CapSet::Bounding, cap).unwrap_or(false) {
             caps::drop(None, CapSet::Bounding, cap).map_err(|source| CapsError {
@@ -21,6 +21,14 @@ pub fn clear_all() -> Result<(), CapsError> {
                 source,
             })?;
         }
+    }
+    Ok(())
+}
+
+/// Empties the bounding (if still possible), ambient, inheritable, effective and permitted sets.
+pub fn clear_all() -> Result<(), CapsError> {
+    if caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP).unwrap_or(false) {
+        clear_bounding()?;
     }
     let steps: [(&str, CapSet); 4] = [
         ("ambient", CapSet::Ambient),

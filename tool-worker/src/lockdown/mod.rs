@@ -66,6 +66,7 @@ pub fn lock_down(spec: &SandboxSpec) -> Result<LockdownReport, WorkerFailure> {
     })?;
     limits::apply(&spec.limits, will_be_root).map_err(|e| fail(WorkerStep::Rlimits, e))?;
     if let Some(who) = drop_to {
+        caps::clear_bounding().map_err(|e| fail(WorkerStep::Capabilities, e))?;
         identity::drop_to(who).map_err(|e| fail(WorkerStep::DropUser, e))?;
     }
     // Files the tools create get the usual modes, whatever the supervisor's umask; and no process
