@@ -93,13 +93,24 @@ pub struct SandboxSpec {
 /// What a call may not change inside its writable roots, because something outside the sandbox
 /// runs or trusts it later: git's hooks and config (`core.hooksPath`, `core.fsmonitor`, aliases),
 /// also of submodules and linked worktrees, and the editors' per-project settings and tasks.
+///
+/// `commondir` and `config.worktree` are on the list because git takes its config and hooks from
+/// them too: a `commondir` naming a directory the call wrote redirects everything. Beyond the
+/// list, the worker protects a `.git` that is a file (`gitdir:`) and what it names, and a
+/// `core.hooksPath` inside the workspace.
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".git/hooks",
     ".git/config",
+    ".git/config.worktree",
+    ".git/commondir",
     ".git/modules/*/hooks",
     ".git/modules/*/config",
+    ".git/modules/*/config.worktree",
+    ".git/modules/*/commondir",
     ".git/worktrees/*/hooks",
     ".git/worktrees/*/config",
+    ".git/worktrees/*/config.worktree",
+    ".git/worktrees/*/commondir",
     ".vscode",
     ".idea",
 ];

@@ -401,7 +401,10 @@ both!(
             w1 = watch(&home_dir.display().to_string()),
             w2 = watch("/tmp"),
             w3 = watch("."),
-        );
+        ) + "; "
+            + &watch("/var/log")
+            + "; "
+            + &watch("/run/lock");
         let run = sandbox(who, &ws.0, &[], &command, &[]);
         std::fs::remove_dir_all(&home_dir).unwrap();
         std::fs::remove_file(&tmp_file).unwrap();
@@ -421,6 +424,8 @@ both!(
             "/tmp can be watched, but it is an empty mount of the call's own: {run:?}"
         );
         assert!(watched(".") > 0, "the workspace can be watched: {run:?}");
+        assert!(watched("/var/log") < 0, "{run:?}");
+        assert!(watched("/run/lock") < 0, "{run:?}");
     }
 );
 
@@ -441,17 +446,207 @@ both!(
             assert!(run.stdout.contains("timed out"), "{run:?}");
             assert!(took < Duration::from_secs(6), "`{command}` took {took:?}");
         }
-        // Background work a finished command left behind does not hold the call open.
+        // Background work a finished command left behind does not hold the call open. (A
+        // duration of its own, so the other identity's run of this test is not mistaken for it.)
+        let lingering = format!("25.{}{}", std::process::id(), who as u8);
         let start = Instant::now();
         let run = sandbox(
             who,
             &ws.0,
             &["--timeout", "20"],
-            "(sleep 25; echo late) & echo done",
+            &format!("(sleep {lingering}; echo late) & echo done"),
             &[],
         );
         assert_eq!(run.code, 0, "{run:?}");
         assert!(start.elapsed() < Duration::from_secs(10), "{run:?}");
-        assert!(processes_with("sleep 25").is_empty());
+        assert!(processes_with(&format!("sleep {lingering}")).is_empty());
+    }
+);
+
+both!(
+    git_cannot_be_redirected_to_a_config_or_hooks_the_call_wrote,
+    |who| {
+        // Found by an adversarial review: git takes config and hooks from `commondir`,
+        // `config.worktree`, a `.git` file's `gitdir:` and `core.hooksPath` too.
+        let ws = repo("redirect", who);
+        host_git(&ws.0, who, &["config", "extensions.worktreeConfig", "true"]);
+        // `commondir` does not exist, so it cannot be mounted over: the supervisor moves what the call
+        // created out of git's way after the call, and says so.
+        let run = sandbox(
+            who,
+            &ws.0,
+            &[],
+            "mkdir -p .evil && cp -r .git/objects .git/refs .evil/ && printf '[core]\\n\\tfsmonitor = evil\\n' > .evil/config && echo ../.evil > .git/commondir && echo written",
+            &[],
+        );
+        assert!(run.stdout.contains("written"), "{run:?}");
+        assert!(
+            run.stdout.contains(".git/commondir") && run.stdout.contains("moved to"),
+            "{run:?}"
+        );
+        assert_eq!(
+            std::fs::read_dir(ws.0.join(".agentd-quarantine"))
+                .unwrap()
+                .count(),
+            1,
+            "{run:?}"
+        );
+        for attempt in [
+            "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config.worktree",
+            "rm -f .git/config.worktree && echo x > .git/config.worktree",
+        ] {
+            let run = sandbox(who, &ws.0, &[], attempt, &[]);
+            assert_ne!(run.code, 0, "`{attempt}` succeeded: {run:?}");
+        }
+        assert!(!ws.0.join(".git/commondir").exists());
+        assert_eq!(
+            std::fs::read_to_string(ws.0.join(".git/config.worktree")).unwrap(),
+            "",
+            "an empty config.worktree is made so it can be protected"
+        );
+        // A repository without `.git/hooks`, and one whose hooks live in the workspace.
+        std::fs::remove_dir_all(ws.0.join(".git/hooks")).unwrap();
+        host_git(&ws.0, who, &["config", "core.hooksPath", ".husky"]);
+        std::fs::create_dir(ws.0.join(".husky")).unwrap();
+        give(&ws.0, who);
+        for attempt in [
+            "echo evil > .git/hooks/pre-commit",
+            "echo evil > .husky/pre-commit",
+            "rm -rf .husky",
+        ] {
+            let run = sandbox(who, &ws.0, &[], attempt, &[]);
+            assert_ne!(run.code, 0, "`{attempt}` succeeded: {run:?}");
+        }
+        assert!(!ws.0.join(".git/hooks/pre-commit").exists());
+        assert!(!ws.0.join(".husky/pre-commit").exists());
+        let sane = sandbox(
+            who,
+            &ws.0,
+            &[],
+            &format!("{GIT} status --short && echo fine"),
+            &[],
+        );
+        assert!(sane.stdout.contains("fine"), "{sane:?}");
+    }
+);
+
+both!(a_linked_worktrees_git_file_cannot_be_rewritten, |who| {
+    let main = repo("wt-main", who);
+    let wt = main.0.with_file_name(format!(
+        "{}-linked",
+        main.0.file_name().unwrap().to_string_lossy()
+    ));
+    host_git(
+        &main.0,
+        who,
+        &["worktree", "add", "-q", wt.to_str().unwrap(), "-b", "side"],
+    );
+    let before = std::fs::read_to_string(wt.join(".git")).unwrap();
+    let run = sandbox(
+        who,
+        &wt,
+        &[],
+        "echo 'gitdir: .evil' > .git; rm -f .git; mv .git g2; echo done",
+        &[],
+    );
+    let after = std::fs::read_to_string(wt.join(".git")).ok();
+    let _ = std::fs::remove_dir_all(&wt);
+    assert!(run.stdout.contains("done"), "{run:?}");
+    assert_eq!(after.as_deref(), Some(before.as_str()), "{run:?}");
+});
+
+both!(
+    a_read_only_host_mount_inside_the_workspace_stays_read_only,
+    |who| {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: the set-up mounts");
+            return;
+        }
+        let ws = Dir::new("ro-mount", who);
+        let data = Dir::new("ro-mount-data", who);
+        std::fs::write(data.0.join("f"), "original\n").unwrap();
+        std::fs::create_dir(ws.0.join("data")).unwrap();
+        give(&ws.0, who);
+        let mount =
+            |args: &[&str]| assert!(Command::new("mount").args(args).status().unwrap().success());
+        mount(&[
+            "--bind",
+            data.0.to_str().unwrap(),
+            ws.0.join("data").to_str().unwrap(),
+        ]);
+        mount(&["-o", "remount,bind,ro", ws.0.join("data").to_str().unwrap()]);
+        let run = sandbox(
+            who,
+            &ws.0,
+            &[],
+            "echo MODIFIED > data/f; echo ok > mine && cat mine",
+            &[],
+        );
+        let _ = Command::new("umount").arg(ws.0.join("data")).status();
+        assert_eq!(
+            std::fs::read_to_string(data.0.join("f")).unwrap(),
+            "original\n",
+            "{run:?}"
+        );
+        assert!(
+            run.stdout.contains("ok"),
+            "the rest of the workspace is writable: {run:?}"
+        );
+    }
+);
+
+both!(
+    too_many_protected_paths_refuse_the_call_quickly_and_by_name,
+    |who| {
+        let ws = repo("many", who);
+        for i in 0..300 {
+            std::fs::create_dir_all(ws.0.join(format!(".git/modules/m{i}/hooks"))).unwrap();
+        }
+        give(&ws.0, who);
+        let start = Instant::now();
+        let run = sandbox(who, &ws.0, &[], "echo ran", &[]);
+        assert_eq!(run.code, 125, "{run:?}");
+        assert!(run.stderr.contains("too many protected paths"), "{run:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(8),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+);
+
+both!(
+    protected_paths_a_call_creates_are_moved_out_of_the_way,
+    |who| {
+        let ws = repo("created", who);
+        let run = sandbox(
+            who,
+            &ws.0,
+            &[],
+            "mkdir .vscode && echo '{\"tasks\": []}' > .vscode/tasks.json && mkdir -p .git/modules/x/hooks && echo evil > .git/modules/x/hooks/pre-commit && echo made",
+            &[],
+        );
+        assert!(run.stdout.contains("made"), "{run:?}");
+        assert!(!ws.0.join(".vscode").exists(), "{run:?}");
+        assert!(!ws.0.join(".git/modules/x/hooks").exists(), "{run:?}");
+        let kept: Vec<String> = std::fs::read_dir(ws.0.join(".agentd-quarantine"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(kept.len(), 2, "{kept:?}");
+        // A repository the call makes itself keeps what `git init` made; the next call cannot touch it.
+        let fresh = Dir::new("fresh-repo", who);
+        let run = sandbox(
+            who,
+            &fresh.0,
+            &[],
+            &format!("{GIT} init -q && echo inited"),
+            &[],
+        );
+        assert!(run.stdout.contains("inited"), "{run:?}");
+        assert!(fresh.0.join(".git/config").is_file() && fresh.0.join(".git/hooks").is_dir());
+        assert!(run.stdout.contains("repository it made"), "{run:?}");
+        let next = sandbox(who, &fresh.0, &[], "echo evil > .git/hooks/pre-commit", &[]);
+        assert_ne!(next.code, 0, "{next:?}");
     }
 );

@@ -10,6 +10,7 @@ pub mod caps;
 pub mod cgroup;
 pub mod env;
 pub mod pool;
+pub mod protect;
 pub mod spawn;
 pub mod tmp;
 pub mod verify;

@@ -171,6 +171,8 @@ pub struct ReadyWorker {
     output_cap: usize,
     /// The lockdown the worker reported and the supervisor verified; every result carries it.
     report: LockdownReport,
+    /// The spec it was locked down with (for the protected-path check after the call).
+    spec: SandboxSpec,
     /// Killed and reaped already.
     ended: bool,
 }
@@ -247,6 +249,7 @@ pub async fn start(worker: &Path, spec: &SandboxSpec) -> Result<ReadyWorker, Wor
         timeout_ms: spec.limits.timeout_ms,
         output_cap: usize::try_from(spec.limits.output_cap_bytes).unwrap_or(usize::MAX),
         report,
+        spec: spec.clone(),
         ended: false,
     };
     match locked {
@@ -317,17 +320,25 @@ impl ReadyWorker {
         mut on_output: impl FnMut(&str),
     ) -> Result<ToolResult, WorkerError> {
         let timeout = timeout_ms.map_or(self.timeout_ms, |t| t.min(self.timeout_ms));
+        let guard = super::protect::Guard::before(&self.spec);
         let outcome = self.converse(tool, timeout, &mut on_output).await;
+        let spec = self.spec.clone();
         match outcome {
-            Ok(result) => {
+            Ok(mut result) => {
                 // A worker exits by itself after its result, and as its PID namespace's init it
                 // exits only once everything the call started is gone: waiting for that (briefly)
                 // means nothing of the call outlives it, cgroup or not.
                 let _ = tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
                 self.end().await;
+                super::protect::tell(&mut result, guard.after(&spec));
                 Ok(result)
             }
-            Err(e) => Err(self.finish(e).await),
+            Err(e) => {
+                let e = self.finish(e).await;
+                // Logged by `after`; the error is what the caller gets.
+                let _ = guard.after(&spec);
+                Err(e)
+            }
         }
     }
 

@@ -176,7 +176,7 @@ impl Mounter for Kernel {
             Step::ReadOnly => set_attr(root, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0)
                 .map_err(err("making read-only", root)),
             Step::Writable { path } => {
-                set_attr(path, true, 0, MOUNT_ATTR_RDONLY).map_err(err("making writable", path))
+                set_attr(path, false, 0, MOUNT_ATTR_RDONLY).map_err(err("making writable", path))
             }
             Step::Pin { path } => self.bind_onto_itself(path).map_err(err("pinning", path)),
             Step::Protect { path } => self

@@ -41,9 +41,65 @@ pub fn apply(steps: &[Step], mounter: &mut impl Mounter) -> Result<(), MountErro
 /// paths made read-only. Must run in the PID namespace's init (for `/proc`) and before the
 /// working directory is entered.
 pub fn set_up(spec: &protocol::worker::SandboxSpec) -> Result<Vec<PathBuf>, MountError> {
+    make_hooks_dir(spec);
     let view = View::read(spec);
+    let mounts = view.protected.len() + view.pins.len();
+    if mounts > view::MAX_PROTECTED {
+        return Err(MountError {
+            what: "too many protected paths and pins to mount",
+            path: spec.workspace.clone(),
+            source: std::io::Error::other(format!(
+                "{mounts}, more than {}: remove the extra directories under .git/modules or .git/worktrees, or narrow sandbox.protected_paths",
+                view::MAX_PROTECTED
+            )),
+        });
+    }
     apply(&plan(&view), &mut kernel::Kernel::default())?;
     Ok(view.protected)
+}
+
+/// A repository without `.git/hooks` (cloned with an empty template, or the directory removed)
+/// gets an empty one, owned like `.git`, so that it can be protected: a path that does not exist
+/// cannot be mounted over, and git runs whatever appears there. Best effort: where it cannot be
+/// made, nothing is there for git to run either, until a call makes it (see docs/security.md).
+fn make_hooks_dir(spec: &protocol::worker::SandboxSpec) {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    if spec.profile != protocol::worker::SandboxProfile::WorkspaceWrite {
+        return;
+    }
+    for root in std::iter::once(&spec.workspace).chain(&spec.write_paths) {
+        let git = root.join(".git");
+        let Ok(meta) = std::fs::symlink_metadata(&git) else {
+            continue;
+        };
+        if !meta.is_dir() {
+            continue;
+        }
+        let hooks = git.join("hooks");
+        if std::fs::symlink_metadata(&hooks).is_err()
+            && std::fs::DirBuilder::new()
+                .mode(0o755)
+                .create(&hooks)
+                .is_ok()
+        {
+            let _ = std::os::unix::fs::lchown(&hooks, Some(meta.uid()), Some(meta.gid()));
+        }
+        // With `extensions.worktreeConfig` git also reads `config.worktree`, hooks and all.
+        let worktree_config = git.join("config.worktree");
+        let enabled = std::fs::read_to_string(git.join("config"))
+            .is_ok_and(|c| c.to_ascii_lowercase().contains("worktreeconfig"));
+        if enabled
+            && std::fs::symlink_metadata(&worktree_config).is_err()
+            && std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .open(&worktree_config)
+                .is_ok()
+        {
+            let _ = std::os::unix::fs::lchown(&worktree_config, Some(meta.uid()), Some(meta.gid()));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ pub struct View {
     pub hidden: Vec<PathBuf>,
     /// Writable roots (workspace, temp dir, configured write paths), canonical and existing.
     pub writable: Vec<Root>,
+    /// The mounts made writable again: the writable roots the host does not have read-only, and
+    /// the read-write mounts under them.
+    pub writable_mounts: Vec<PathBuf>,
     /// Readable extra paths (configured read paths; the workspace in the read-only profile).
     pub readable: Vec<Root>,
     /// Protected paths that exist, canonical, each inside a writable root.
@@ -86,7 +89,7 @@ pub enum Step {
     },
     /// The whole tree read-only and nosuid.
     ReadOnly,
-    /// `path`'s mount (and those under it) writable again.
+    /// `path`'s mount writable again (not those under it: the host may have one read-only).
     Writable {
         /// The writable root.
         path: PathBuf,
@@ -150,12 +153,8 @@ pub fn plan(view: &View) -> Vec<Step> {
         });
     }
     steps.push(Step::ReadOnly);
-    for (root, writable) in &kept {
-        if *writable && !root.host_read_only {
-            steps.push(Step::Writable {
-                path: root.path.clone(),
-            });
-        }
+    for path in &view.writable_mounts {
+        steps.push(Step::Writable { path: path.clone() });
     }
     for path in &view.pins {
         steps.push(Step::Pin { path: path.clone() });
@@ -195,6 +194,7 @@ mod tests {
         View {
             hidden: vec!["/home".into(), "/tmp".into()],
             writable: vec![root("/home/ana/project"), root("/tmp/agentd-x/call-1")],
+            writable_mounts: vec!["/home/ana/project".into(), "/tmp/agentd-x/call-1".into()],
             readable: vec![root("/home/ana/.cargo"), root("/opt/sdk")],
             protected: vec![
                 "/home/ana/project/.git/config".into(),
@@ -296,23 +296,11 @@ mod tests {
     }
 
     #[test]
-    fn a_root_the_host_has_read_only_is_not_made_writable() {
-        let mut v = view();
-        v.writable[0].host_read_only = true;
-        let steps = plan(&v);
-        assert!(!steps.iter().any(
-            |s| matches!(s, Step::Writable { path } if path == Path::new("/home/ana/project"))
-        ));
-        assert!(steps.contains(&Step::Writable {
-            path: "/tmp/agentd-x/call-1".into()
-        }));
-    }
-
-    #[test]
     fn a_root_outside_the_hidden_dirs_is_bound_on_itself_without_a_mount_point() {
         let v = View {
             hidden: vec!["/home".into()],
             writable: vec![root("/work/project")],
+            writable_mounts: vec!["/work/project".into()],
             ..View::default()
         };
         let steps = plan(&v);

@@ -11,21 +11,27 @@ use std::path::{Component, Path, PathBuf};
 /// config and state. Landlock already refuses reading them; hidden, they cannot be listed,
 /// watched (inotify) or probed with `stat` either. A writable root or read path under one of them
 /// is carried over into the empty mount.
+///
+/// `/var`, `/run` and `/sys` are outside Landlock's view as a whole, so hiding them costs a tool
+/// nothing, and stops inotify watches there (Landlock does not cover inotify): sessions' tokens
+/// created under `/run`, logs under `/var/log`. `/etc/resolv.conf`, often a symlink into `/run`,
+/// is carried over.
 pub const HIDDEN: &[&str] = &[
     "/home",
     "/root",
     "/tmp",
-    "/var/tmp",
+    "/var",
+    "/run",
+    "/sys",
     "/mnt",
     "/media",
     "/srv",
-    "/run/user",
-    "/run/agentd",
-    "/var/mail",
-    "/var/spool",
-    "/var/lib/agentd",
     "/etc/agentd",
 ];
+
+/// Most protected paths and pins a call gets. Each is a mount; a workspace with thousands of
+/// submodule directories would make lockdown slow, so the call is refused with the count instead.
+pub const MAX_PROTECTED: usize = 256;
 
 /// Upper bound of the private `/dev/shm`; the spec's memory limit when lower.
 const SHM_MAX_BYTES: u64 = 1 << 30;
@@ -60,6 +66,8 @@ impl View {
         if spec.profile == SandboxProfile::ReadOnly {
             readable_paths.push(&spec.workspace);
         }
+        // Resolved by `root` below: a symlink into /run (systemd-resolved) is carried over.
+        readable_paths.push(Path::new("/etc/resolv.conf"));
         let writable: Vec<Root> = writable_paths.into_iter().filter_map(root).collect();
         let readable: Vec<Root> = readable_paths.into_iter().filter_map(root).collect();
         let kept: Vec<&Path> = writable
@@ -75,9 +83,11 @@ impl View {
             .filter(|h| !kept.iter().any(|k| h.starts_with(k)))
             .collect();
         let (protected, pins) = protected_in(spec, &writable);
+        let writable_mounts = writable_mounts(&writable);
         View {
             hidden,
             writable,
+            writable_mounts,
             readable,
             protected,
             pins,
@@ -108,8 +118,13 @@ pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec
         if tmp.as_deref() == Some(root.path.as_path()) {
             continue;
         }
-        for pattern in &spec.protected_paths {
-            for found in expand(&root.path, pattern) {
+        let found_here = spec
+            .protected_paths
+            .iter()
+            .flat_map(|pattern| expand(&root.path, pattern))
+            .chain(git_redirects(&root.path));
+        {
+            for found in found_here {
                 // Follow symlinks: what git reads is the target. A target outside every writable
                 // root is read-only already.
                 let Ok(real) = found.canonicalize() else {
@@ -149,6 +164,109 @@ pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec
     // A protected directory is read-only already; pinning inside it would be a second mount.
     pins.retain(|p| !protected.iter().any(|q| p.starts_with(q)));
     (protected, pins)
+}
+
+/// What else decides where git in `root` takes its config and hooks from: a `.git` that is a
+/// file (`gitdir: …`, a linked worktree or a submodule's checkout) and the config and hooks of
+/// the directory it names, and `core.hooksPath` of the repository's config.
+fn git_redirects(root: &Path) -> Vec<PathBuf> {
+    let dot_git = root.join(".git");
+    let mut found = Vec::new();
+    let mut git_dirs = vec![dot_git.clone()];
+    if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.file_type().is_file()) {
+        found.push(dot_git.clone());
+        if let Ok(text) = std::fs::read_to_string(&dot_git)
+            && let Some(target) = text.lines().find_map(|l| l.strip_prefix("gitdir:"))
+        {
+            let target = root.join(target.trim());
+            for name in ["hooks", "config", "config.worktree", "commondir"] {
+                found.push(target.join(name));
+            }
+            git_dirs.push(target);
+        }
+    }
+    for dir in git_dirs {
+        for config in ["config", "config.worktree"] {
+            let Ok(text) = std::fs::read_to_string(dir.join(config)) else {
+                continue;
+            };
+            for value in text.lines().filter_map(hooks_path) {
+                // Relative to the worktree's root, as git runs hooks there; `~` is a home,
+                // hidden and read-only to the call anyway.
+                if !value.starts_with('~') {
+                    found.push(root.join(value));
+                }
+            }
+        }
+    }
+    found.retain(|p| std::fs::symlink_metadata(p).is_ok());
+    found
+}
+
+/// The value of a `hooksPath = …` line of a git config, if this is one.
+fn hooks_path(line: &str) -> Option<&str> {
+    let (key, value) = line.split_once('=')?;
+    if !key.trim().eq_ignore_ascii_case("hookspath") {
+        return None;
+    }
+    let value = value.trim().trim_matches('"');
+    (!value.is_empty()).then_some(value)
+}
+
+/// The mounts to make writable: each writable root the host does not have read-only, and every
+/// mount under one that the host has read-write (one the host has read-only stays so).
+fn writable_mounts(writable: &[Root]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = writable
+        .iter()
+        .filter(|r| !r.host_read_only)
+        .map(|r| r.path.clone())
+        .collect();
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for (point, read_only) in info.lines().filter_map(mount_point) {
+        let under = writable
+            .iter()
+            .any(|r| point.starts_with(&r.path) && point != r.path);
+        if under && !read_only {
+            out.push(point);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The mount point of a `/proc/self/mountinfo` line, and whether that mount is read-only.
+fn mount_point(line: &str) -> Option<(PathBuf, bool)> {
+    let mut fields = line.split(' ');
+    let point = fields.nth(4)?;
+    let options = fields.next()?;
+    let read_only = options.split(',').any(|o| o == "ro");
+    Some((PathBuf::from(unescape_octal(point)), read_only))
+}
+
+/// Undoes mountinfo's `\040`-style escapes of space, tab, newline and backslash.
+fn unescape_octal(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let code = bytes.get(i + 1..i + 4).and_then(|d| {
+            std::str::from_utf8(d)
+                .ok()
+                .and_then(|d| u8::from_str_radix(d, 8).ok())
+        });
+        match (bytes[i], code) {
+            (b'\\', Some(c)) => {
+                out.push(c);
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The existing paths under `root` that `pattern` names: relative, `/`-separated, each
@@ -286,6 +404,58 @@ mod tests {
         let view = View::read(&spec_for(&ws));
         assert!(view.protected.is_empty(), "{view:?}");
         std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_git_file_its_target_and_an_inner_hooks_path_are_protected() {
+        let ws = scratch("gitfile");
+        std::fs::create_dir_all(ws.join("real/hooks")).unwrap();
+        std::fs::write(ws.join("real/config"), "[core]\n\thooksPath = .husky\n").unwrap();
+        std::fs::write(ws.join(".git"), "gitdir: real\n").unwrap();
+        std::fs::create_dir_all(ws.join(".husky")).unwrap();
+        std::fs::create_dir_all(ws.join("tmp")).unwrap();
+        let view = View::read(&spec_for(&ws));
+        for p in [".git", "real/hooks", "real/config", ".husky"] {
+            assert!(view.protected.contains(&ws.join(p)), "{p}: {view:?}");
+        }
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn hooks_path_lines_are_recognised_whatever_their_case_and_quotes() {
+        assert_eq!(hooks_path("\thooksPath = .husky"), Some(".husky"));
+        assert_eq!(hooks_path("HOOKSPATH=\"hooks dir\""), Some("hooks dir"));
+        assert_eq!(hooks_path("\tfsmonitor = x"), None);
+        assert_eq!(hooks_path("hooksPath ="), None);
+    }
+
+    #[test]
+    fn mountinfo_lines_give_their_mount_point_and_whether_it_is_read_only() {
+        let line = "36 27 0:33 / /work/a\\040b ro,relatime shared:1 - tmpfs tmpfs rw";
+        assert_eq!(mount_point(line), Some((PathBuf::from("/work/a b"), true)));
+        let line = "37 27 0:33 / /work/c rw,nosuid - tmpfs tmpfs rw";
+        assert_eq!(mount_point(line), Some((PathBuf::from("/work/c"), false)));
+        assert_eq!(unescape_octal("a\\134b\\011"), "a\\b\t");
+    }
+
+    #[test]
+    fn a_root_the_host_has_read_only_is_not_made_writable() {
+        let roots = [
+            Root {
+                path: "/nonexistent-agentd/ro".into(),
+                is_dir: true,
+                host_read_only: true,
+            },
+            Root {
+                path: "/nonexistent-agentd/rw".into(),
+                is_dir: true,
+                host_read_only: false,
+            },
+        ];
+        assert_eq!(
+            writable_mounts(&roots),
+            vec![PathBuf::from("/nonexistent-agentd/rw")]
+        );
     }
 
     #[test]
