@@ -109,6 +109,8 @@ fn fixture() -> Dir {
 
 struct Run {
     pid: u32,
+    /// The `TMPDIR` agent run was given: its session and call temp dirs go there.
+    tmp: Dir,
     code: i32,
     stdout: String,
     stderr: String,
@@ -152,11 +154,14 @@ fn agent_run_as(
     .unwrap();
     give(&config, who);
     let home_dir = home.0.display().to_string();
+    let tmp = Dir::new("tmpdir", who);
+    let tmp_dir = tmp.0.display().to_string();
     let out = command_as(
         "agent",
         who,
         &[
             ("HOME", home_dir.as_str()),
+            ("TMPDIR", tmp_dir.as_str()),
             ("PROVIDER", format.name()),
             ("BASE_URL", mock.url().as_str()),
             ("API_KEY", "sk-e2e"),
@@ -176,6 +181,7 @@ fn agent_run_as(
     let out = out.wait_with_output().unwrap();
     Run {
         pid,
+        tmp,
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -353,8 +359,15 @@ fn assert_nothing_left(run: &Run, ws: &Dir) {
         Vec::<String>::new(),
         "no worker outlives agent run"
     );
-    let tmp = std::env::temp_dir().join(format!("agentd-run-{}", run.pid));
-    assert!(!tmp.exists(), "{} is left", tmp.display());
+    let left: Vec<_> = std::fs::read_dir(&run.tmp.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "temp dirs left in {}: {left:?}",
+        run.tmp.0.display()
+    );
     for hierarchy in ["pids/agentd", "memory/agentd", "agentd"] {
         let Ok(entries) = std::fs::read_dir(std::path::Path::new("/sys/fs/cgroup").join(hierarchy))
         else {

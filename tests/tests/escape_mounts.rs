@@ -229,6 +229,13 @@ both!(git_still_works_with_its_hooks_and_config_protected, |who| {
         host_git(&ws.0, who, &["rev-list", "--count", "main"]).trim(),
         "2"
     );
+    assert!(
+        run.stderr.contains("protected (read-only):")
+            && run.stderr.contains(".git/hooks")
+            && run.stderr.contains(".git/config"),
+        "the lockdown report names what was protected: {}",
+        run.stderr
+    );
 });
 
 both!(editor_settings_and_submodule_hooks_are_protected, |who| {

@@ -92,16 +92,15 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .config
         .clone()
         .or_else(super::policy_check::default_config_path);
-    let (config, policy) = match &config_path {
+    let (config, config_text, policy) = match &config_path {
         Some(path) => {
             let (config, text) = crate::config::load(path)?;
-            (
-                config,
-                policy::Policy::from_config(&text, &path.display().to_string())?,
-            )
+            let policy = policy::Policy::from_config(&text, &path.display().to_string())?;
+            (config, text, policy)
         }
         None => (
             crate::config::ConfigFile::default(),
+            String::new(),
             policy::Policy::builtin()?,
         ),
     };
@@ -153,6 +152,9 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let mut sandbox =
         worker::default_sandbox(workspace.clone(), tmp.path().to_owned(), home.as_deref());
     sandbox.network = policy.network() == protocol::verdict::Verdict::Allow;
+    if let (Some(section), Some(path)) = (&config.sandbox, &config_path) {
+        section.apply(&mut sandbox, &config_text, &path.display().to_string())?;
+    }
     let dispatcher = Arc::new(Dispatcher {
         policy: Arc::new(policy),
         mode,

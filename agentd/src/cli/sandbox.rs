@@ -161,6 +161,14 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
             l.uid,
             l.gid
         );
+        eprintln!(
+            "namespaces: mount {}, ipc {}",
+            if l.mount_namespace { "yes" } else { "no" },
+            if l.ipc_namespace { "yes" } else { "no" }
+        );
+        for p in &l.protected {
+            eprintln!("protected (read-only): {}", inert(&p.display().to_string()));
+        }
         eprintln!("cgroup: {}", worker::cgroup::Layout::detect().describe());
         for w in &l.warnings {
             eprintln!("warning: {}", inert(w));
