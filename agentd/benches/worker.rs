@@ -186,6 +186,10 @@ fn pooled_call(rt: &tokio::runtime::Runtime, pool: &WorkerPool) -> Sample {
 }
 
 fn main() {
+    if std::env::var_os(STEPS_ENV).is_some() {
+        lockdown_steps();
+        return;
+    }
     let Some(worker) = worker_binary() else {
         eprintln!(
             "the tool-worker binary is not built: run `cargo build --release --bins`, or set AGENTD_TOOL_WORKER"
@@ -274,6 +278,12 @@ fn main() {
             })
         }),
     ];
+    // `AGENTD_BENCH_ROWS=pooled` keeps the baseline and the rows whose name holds that text: a
+    // profile of one row.
+    if let Ok(keep) = std::env::var("AGENTD_BENCH_ROWS") {
+        let mut first = true;
+        rows.retain(|r| std::mem::take(&mut first) || r.name.contains(keep.as_str()));
+    }
     // Interleaved, so drift in machine load hits every series alike.
     for _ in 0..calls() {
         for row in &mut rows {
@@ -290,6 +300,14 @@ fn main() {
     drop(pool_multi);
     let _ = std::fs::remove_dir_all(&root);
     report(&results);
+    // The lockdown's steps, timed in a fresh single-threaded copy of this program (this one has
+    // runtime threads, so its forked children must not allocate).
+    println!();
+    let steps = std::env::current_exe()
+        .and_then(|exe| std::process::Command::new(exe).env(STEPS_ENV, "1").status());
+    if !steps.is_ok_and(|s| s.success()) {
+        eprintln!("the lockdown steps could not be timed");
+    }
 }
 
 /// `sh -c 'read _'` moved into a call's cgroup (as a worker is) before it exits, then the cgroup
@@ -367,4 +385,168 @@ fn report(results: &[(&str, bool, Summary)]) {
             verdict(s.cpu_mean <= Duration::from_millis(4)),
         );
     }
+}
+
+/// Set in the copy of this program that times the lockdown's steps.
+const STEPS_ENV: &str = "AGENTD_BENCH_LOCKDOWN_STEPS";
+
+/// One lockdown step, run in a forked child: whether it succeeded.
+type Step = (&'static str, fn(&SandboxSpec) -> bool);
+
+/// Forks a child that exits at once and reaps it: what a PID namespace's first process costs.
+fn fork_and_reap() -> bool {
+    // SAFETY: called in a forked child of the single-threaded steps program; the grandchild only
+    // calls _exit.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            // SAFETY: _exit ends the grandchild without running the parent's destructors.
+            unsafe { libc::_exit(0) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => nix::sys::wait::waitpid(child, None)
+            .is_ok_and(|s| matches!(s, nix::sys::wait::WaitStatus::Exited(_, 0))),
+        Err(_) => false,
+    }
+}
+
+/// Times each lockdown step of the worker (the `tool_worker` library's own functions) in a
+/// forked child, against a child that does nothing: CPU of the fork, the step and the exit, as
+/// user + sys of this process and its waited-for children. Runs single-threaded: no runtime.
+fn lockdown_steps() {
+    use tool_worker::lockdown::{caps, contain, landlock, limits, process, seccomp};
+    let root = std::env::temp_dir().join(format!("agentd-bench-steps-{}", std::process::id()));
+    let (ws, tmp) = (root.join("ws"), root.join("tmp"));
+    if std::fs::create_dir_all(&ws)
+        .and_then(|_| std::fs::create_dir_all(&tmp))
+        .is_err()
+    {
+        std::process::exit(1);
+    }
+    let spec = agentd::worker::default_sandbox(ws, tmp, None);
+    let is_root = nix::unistd::geteuid().is_root();
+    let steps: Vec<Step> = vec![
+        ("reference: fork, exit", |_| true),
+        ("reference: fork, fork a child, reap it, exit", |_| {
+            fork_and_reap()
+        }),
+        ("close fds + setsid", |_| {
+            process::close_other_fds().is_ok() && process::new_session().is_ok()
+        }),
+        ("pid namespace: unshare, fork its init, reap it", |_| {
+            contain::enter(nix::unistd::geteuid().is_root()).is_ok() && fork_and_reap()
+        }),
+        ("rlimits", |s| limits::apply(&s.limits, true).is_ok()),
+        ("clear capabilities", |_| caps::clear_all().is_ok()),
+        ("Landlock: build the ruleset, restrict_self", |s| {
+            landlock::enforce(s).is_ok()
+        }),
+        ("(Landlock's paths opened and stat'ed, no Landlock)", |s| {
+            open_landlock_paths(s)
+        }),
+        ("seccomp: compile and install both filters", |_| {
+            seccomp::install(false).is_ok()
+        }),
+    ];
+    let mut samples: Vec<Vec<Sample>> = steps.iter().map(|_| Vec::new()).collect();
+    let mut failed: Vec<bool> = steps.iter().map(|_| false).collect();
+    for _ in 0..calls() {
+        for (i, (_, step)) in steps.iter().enumerate() {
+            let mut ok = true;
+            samples[i].push(measure(|| {
+                let start = Instant::now();
+                ok = run_in_child(*step, &spec);
+                start
+            }));
+            failed[i] |= !ok;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    let reference = summarize(&samples[0]).cpu_mean;
+    println!(
+        "{:<52} {:>8} {:>8} {:>10}   (as {})",
+        "lockdown steps, each in a forked child, ms",
+        "wall med",
+        "cpu mean",
+        "- ref",
+        if is_root { "root" } else { "non-root" }
+    );
+    for (((name, _), samples), failed) in steps.iter().zip(&samples).zip(failed) {
+        let s = summarize(samples);
+        let extra = s.cpu_mean.as_secs_f64() - reference.as_secs_f64();
+        println!(
+            "{name:<52} {:>8.3} {:>8.3} {:>+10.3}{}",
+            s.wall_med.as_secs_f64() * 1000.0,
+            s.cpu_mean.as_secs_f64() * 1000.0,
+            extra * 1000.0,
+            if failed {
+                "   (FAILED in some calls)"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+/// Forks; the child no_new_privs's itself (as the worker does before Landlock and seccomp), runs
+/// `step` and exits with its outcome; the parent reaps it.
+fn run_in_child(step: fn(&SandboxSpec) -> bool, spec: &SandboxSpec) -> bool {
+    // SAFETY: the steps program is single-threaded, so the child may run any code (allocate,
+    // open files) before it exits.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            let ok = tool_worker::lockdown::process::no_new_privs().is_ok() && step(spec);
+            // SAFETY: _exit ends the child without running destructors meant for the parent.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => nix::sys::wait::waitpid(child, None)
+            .is_ok_and(|s| matches!(s, nix::sys::wait::WaitStatus::Exited(_, 0))),
+        Err(_) => false,
+    }
+}
+
+/// What Landlock's rule building does besides Landlock itself, on about the same paths: each
+/// opened `O_PATH`, `fstat`ed (by the landlock crate), `stat`ed again (by `add_paths`) and closed.
+/// `/etc`'s entries are the worker's own list; the rest mirrors its system paths and devices.
+fn open_landlock_paths(spec: &SandboxSpec) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let system = [
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/opt",
+        "/proc",
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/tty",
+    ];
+    let etc = tool_worker::lockdown::landlock::ETC_READABLE
+        .iter()
+        .map(|p| std::path::Path::new("/etc").join(p));
+    let all = system
+        .iter()
+        .map(PathBuf::from)
+        .chain(etc)
+        .chain([spec.tmp_dir.clone(), spec.workspace.clone()]);
+    let mut opened = 0;
+    for path in all {
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(&path)
+        else {
+            continue;
+        };
+        let _ = file.metadata();
+        let _ = std::fs::metadata(&path);
+        opened += 1;
+    }
+    // The worker also lists /etc for versioned directories (python3.*, java-*-openjdk).
+    let listed = std::fs::read_dir("/etc").map(|d| d.count()).unwrap_or(0);
+    opened > 0 && listed > 0
 }
