@@ -186,7 +186,7 @@ fn pooled_call(rt: &tokio::runtime::Runtime, pool: &WorkerPool) -> Sample {
 }
 
 fn main() {
-    if std::env::var_os(STEPS_ENV).is_some() {
+    if std::env::var_os(STEPS_ENV).is_some_and(|v| !v.is_empty()) {
         lockdown_steps();
         return;
     }
