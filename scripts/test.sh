@@ -11,6 +11,16 @@ command -v gcc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v python3 >/dev/null || need_apt+=(python3)
 command -v useradd >/dev/null || need_apt+=(passwd)
 command -v setpriv >/dev/null || need_apt+=(util-linux)
+# The "still works" suite (tests/tests/still_works.rs) runs git, a venv and pytest inside the
+# sandbox, whose PATH is the tool's (no pyenv or ~/.local): check the python3 found there.
+command -v git >/dev/null || need_apt+=(git)
+tool_python=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v python3 || true)
+if [[ -z $tool_python ]] || ! "$tool_python" -c 'import ensurepip' 2>/dev/null; then
+  need_apt+=(python3-venv)
+fi
+if [[ -z $tool_python ]] || ! "$tool_python" -c 'import pytest' 2>/dev/null; then
+  need_apt+=(python3-pytest)
+fi
 if ((${#need_apt[@]})); then
   echo "scripts/test.sh: installing ${need_apt[*]}" >&2
   apt-get update -qq

@@ -1,32 +1,199 @@
 //! Cost of a tool call through a worker against a plain `sh -c true` spawn from the same process,
-//! measured in one run and printed as a table: a fresh worker (spawn, lockdown, run `true`,
-//! result) and a worker from the pool, locked down before the call as it is while the model
-//! thinks (request, run, result, worker reaped).
+//! measured in one run and printed as a table: wall time (what the model's caller waits) and CPU
+//! time (what bounds how many sessions a machine can serve).
 //!
-//! `cargo bench -p agentd --bench worker` (build the binaries first: `cargo build --release --bins`).
-//! Goal on the 2-core build machine: ratio ≤ 2.0 and median ≤ 3 ms.
+//! Rows: a fresh worker (spawn, lockdown, run `true`, result), a worker from the pool, locked down
+//! before the call as it is while the model thinks (request, run, result, worker reaped), and the
+//! same pooled call on a multi-threaded runtime, as `agent run` and the daemon have.
+//!
+//! CPU per call is user + sys of every process involved, from `getrusage`: `RUSAGE_SELF` (the
+//! bench process, every thread: the supervisor side — spawn, cgroup, protocol, reaping) plus
+//! `RUSAGE_CHILDREN` (every child waited for, with the descendants *it* waited for). That is
+//! complete here because every process of a call is waited for: the bench (tokio) reaps the
+//! worker; the worker `waitpid`s its `sh`, the PID namespace's init; the kernel reaps whatever is
+//! left in the namespace into that init when it exits. Not counted: kernel work deferred to
+//! kworkers (cgroup and namespace teardown, RCU), which no process is charged for.
+//!
+//! For pooled rows the wall time is the call alone, but the CPU is the whole cycle — refill
+//! (spawn + lockdown of the next worker) and call — since every pooled call uses up one worker.
+//!
+//! `cargo bench -p agentd --bench worker` (build the worker first: `cargo build --release --bins`;
+//! or point `AGENTD_TOOL_WORKER` at one). Goals on the 2-core build machine: pooled wall median
+//! ≤ 2.0× the baseline and ≤ 3 ms; pooled CPU ≤ 4 ms per call.
 
+use agentd::worker::{WorkerError, WorkerPool};
+use nix::sys::resource::{UsageWho, getrusage};
 use protocol::worker::*;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const CALLS: usize = 500;
+/// Calls per row; `AGENTD_BENCH_CALLS` overrides (fewer, to profile the bench under perf).
+fn calls() -> usize {
+    std::env::var("AGENTD_BENCH_CALLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(300)
+}
 
-fn stats(mut samples: Vec<Duration>) -> (Duration, Duration) {
-    samples.sort();
-    (
-        samples[samples.len() / 2],
-        samples[samples.len() * 99 / 100],
-    )
+/// CPU time used so far by this process and its waited-for descendants.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cpu {
+    /// This process, all threads: the supervisor side.
+    own: Duration,
+    /// Children waited for, and what they waited for.
+    children: Duration,
+}
+
+fn cpu_now() -> Cpu {
+    let used = |who| {
+        getrusage(who).map_or(Duration::ZERO, |u| {
+            let us = |t: nix::sys::time::TimeVal| {
+                Duration::new(t.tv_sec().max(0) as u64, t.tv_usec().max(0) as u32 * 1000)
+            };
+            us(u.user_time()) + us(u.system_time())
+        })
+    };
+    Cpu {
+        own: used(UsageWho::RUSAGE_SELF),
+        children: used(UsageWho::RUSAGE_CHILDREN),
+    }
+}
+
+/// One call's cost.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    /// Supervisor-side CPU.
+    own: Duration,
+    /// CPU of the call's processes.
+    children: Duration,
+}
+
+/// Measures `f`: CPU over all of it, wall time over what it reports as the call (it returns
+/// the instant the call started; everything before is set-up the call does not wait for).
+fn measure(f: impl FnOnce() -> Instant) -> Sample {
+    let before = cpu_now();
+    let call_start = f();
+    let wall = call_start.elapsed();
+    let after = cpu_now();
+    Sample {
+        wall,
+        own: after.own.saturating_sub(before.own),
+        children: after.children.saturating_sub(before.children),
+    }
+}
+
+/// A row of the table: a name and how to make one call.
+struct Row<'a> {
+    name: &'static str,
+    /// A whole tool call, held to the goals; else one part of a call, shown to say where the
+    /// cost goes.
+    is_call: bool,
+    call: Box<dyn FnMut() -> Sample + 'a>,
+    samples: Vec<Sample>,
+}
+
+impl<'a> Row<'a> {
+    fn call(name: &'static str, call: impl FnMut() -> Sample + 'a) -> Self {
+        Row {
+            name,
+            is_call: true,
+            call: Box::new(call),
+            samples: Vec::new(),
+        }
+    }
+
+    fn part(name: &'static str, call: impl FnMut() -> Sample + 'a) -> Self {
+        Row {
+            is_call: false,
+            ..Row::call(name, call)
+        }
+    }
+}
+
+/// Summary of a row: wall median and p99, CPU median and mean, and the mean's split.
+struct Summary {
+    wall_med: Duration,
+    wall_p99: Duration,
+    cpu_med: Duration,
+    cpu_mean: Duration,
+    own_mean: Duration,
+    children_mean: Duration,
+}
+
+fn summarize(samples: &[Sample]) -> Summary {
+    let pick = |v: &mut Vec<Duration>, q: usize| {
+        v.sort();
+        v[(v.len() * q / 100).min(v.len() - 1)]
+    };
+    let mut wall: Vec<Duration> = samples.iter().map(|s| s.wall).collect();
+    let mut cpu: Vec<Duration> = samples.iter().map(|s| s.own + s.children).collect();
+    let n = samples.len() as u32;
+    let own: Duration = samples.iter().map(|s| s.own).sum();
+    let children: Duration = samples.iter().map(|s| s.children).sum();
+    Summary {
+        wall_med: pick(&mut wall, 50),
+        wall_p99: pick(&mut wall, 99),
+        cpu_med: pick(&mut cpu, 50),
+        cpu_mean: (own + children) / n,
+        own_mean: own / n,
+        children_mean: children / n,
+    }
+}
+
+/// The worker binary, chosen explicitly: `$AGENTD_TOOL_WORKER`, else the release build of this
+/// workspace. (Not `locate_worker`, whose search belongs to the supervisor binaries.)
+fn worker_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("AGENTD_TOOL_WORKER") {
+        return Some(PathBuf::from(path));
+    }
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/tool-worker");
+    built.is_file().then_some(built)
+}
+
+fn bash_true() -> ToolRequest {
+    ToolRequest::Bash(BashRequest {
+        command: "true".into(),
+    })
+}
+
+fn check(result: Result<ToolResult, WorkerError>) {
+    match result {
+        Ok(r) if r.exit_code == Some(0) => {}
+        other => {
+            eprintln!("a worker call failed: {other:?}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// One pooled call: refill the pool (outside the wall time, inside the CPU), then the call.
+fn pooled_call(rt: &tokio::runtime::Runtime, pool: &WorkerPool) -> Sample {
+    measure(|| {
+        rt.block_on(async {
+            pool.warm_up();
+            pool.settled().await;
+        });
+        if pool.ready() != 1 {
+            eprintln!("the pool did not get a ready worker");
+            std::process::exit(1);
+        }
+        let start = Instant::now();
+        check(rt.block_on(pool.run(bash_true(), None, |_| {})));
+        start
+    })
 }
 
 fn main() {
-    let Some(worker) = agentd::worker::locate_worker().or_else(|| {
-        std::env::current_dir()
-            .ok()
-            .map(|d| d.join("../target/release/tool-worker"))
-            .filter(|p| p.is_file())
-    }) else {
-        eprintln!("the tool-worker binary is not built: run `cargo build --release --bins`");
+    if std::env::var_os(STEPS_ENV).is_some_and(|v| !v.is_empty()) {
+        lockdown_steps();
+        return;
+    }
+    let Some(worker) = worker_binary() else {
+        eprintln!(
+            "the tool-worker binary is not built: run `cargo build --release --bins`, or set AGENTD_TOOL_WORKER"
+        );
         std::process::exit(1);
     };
     let root = std::env::temp_dir().join(format!("agentd-bench-{}", std::process::id()));
@@ -38,98 +205,356 @@ fn main() {
         std::process::exit(1);
     }
     let spec = agentd::worker::default_sandbox(ws, tmp.clone(), None);
-    let pool = agentd::worker::WorkerPool::new(worker.clone(), spec.clone(), 1);
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
+    let (Ok(rt), Ok(rt_multi)) = (
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build(),
+    ) else {
         std::process::exit(1)
     };
-    let bash_true = || {
-        ToolRequest::Bash(BashRequest {
-            command: "true".into(),
-        })
-    };
-    let check = |result: Result<ToolResult, agentd::worker::WorkerError>| match result {
-        Ok(r) if r.exit_code == Some(0) => {}
-        other => {
-            eprintln!("a worker call failed: {other:?}");
-            std::process::exit(1);
-        }
-    };
+    let pool = WorkerPool::new(worker.clone(), spec.clone(), 1);
+    // A pool refills from a task of the runtime its call runs on: pool_multi from rt_multi's threads.
+    let pool_multi = WorkerPool::new(worker.clone(), spec.clone(), 1);
 
-    let mut baseline = Vec::with_capacity(CALLS);
-    let mut cold = Vec::with_capacity(CALLS);
-    let mut pooled = Vec::with_capacity(CALLS);
+    let mut rows = vec![
+        Row::call("baseline: spawn `sh -c true`", || {
+            measure(|| {
+                let start = Instant::now();
+                let ok = std::process::Command::new("sh")
+                    .args(["-c", "true"])
+                    .status()
+                    .is_ok_and(|s| s.success());
+                assert!(ok, "sh -c true failed");
+                start
+            })
+        }),
+        Row::call("bash `true`, fresh worker (spawn+lockdown+run)", || {
+            measure(|| {
+                let start = Instant::now();
+                check(rt.block_on(agentd::worker::run_tool(
+                    &worker,
+                    &spec,
+                    bash_true(),
+                    |_| {},
+                )));
+                start
+            })
+        }),
+        Row::call("bash `true`, pooled worker", || pooled_call(&rt, &pool)),
+        Row::call("bash `true`, pooled, multi-thread runtime", || {
+            pooled_call(&rt_multi, &pool_multi)
+        }),
+        Row::part("part: exec tool-worker, exits (no spec)", || {
+            measure(|| {
+                let start = Instant::now();
+                // With stdin at EOF the worker does its spec-independent steps (close fds,
+                // setsid, death signal), finds no spec and exits: the cost of starting it.
+                let _ = std::process::Command::new(&worker)
+                    .env_clear()
+                    .stdin(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+                start
+            })
+        }),
+        Row::part("part: `sh -c read` in a call cgroup (vs baseline)", || {
+            measure(|| {
+                let start = Instant::now();
+                cgroup_call(&spec);
+                start
+            })
+        }),
+        Row::part("part: compile both seccomp filters (in-process)", || {
+            measure(|| {
+                let start = Instant::now();
+                let built = tool_worker::lockdown::seccomp::table_filter(false)
+                    .map(|t| t.len() + tool_worker::lockdown::seccomp::prologue_filter().len());
+                assert!(built.is_ok_and(|n| n > 0), "seccomp filters do not compile");
+                start
+            })
+        }),
+    ];
+    // `AGENTD_BENCH_ROWS=pooled` keeps the baseline and the rows whose name holds that text: a
+    // profile of one row.
+    if let Ok(keep) = std::env::var("AGENTD_BENCH_ROWS") {
+        let mut first = true;
+        rows.retain(|r| std::mem::take(&mut first) || r.name.contains(keep.as_str()));
+    }
     // Interleaved, so drift in machine load hits every series alike.
-    for _ in 0..CALLS {
-        let start = Instant::now();
-        let ok = std::process::Command::new("sh")
-            .args(["-c", "true"])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        baseline.push(start.elapsed());
-        assert!(ok, "sh -c true failed");
-
-        // Cold: spawn, lockdown, run, result, all in the call.
-        let start = Instant::now();
-        let result = rt.block_on(agentd::worker::run_tool(
-            &worker,
-            &spec,
-            bash_true(),
-            |_| {},
-        ));
-        cold.push(start.elapsed());
-        check(result);
-
-        // Pooled: the worker was started and locked down before the call (as while the model
-        // thinks); the call is request → run → result → worker reaped and its cgroup removed.
-        rt.block_on(async {
-            pool.warm_up();
-            pool.settled().await;
-        });
-        if pool.ready() != 1 {
-            eprintln!("the pool did not get a ready worker");
-            std::process::exit(1);
+    for _ in 0..calls() {
+        for row in &mut rows {
+            let sample = (row.call)();
+            row.samples.push(sample);
         }
-        let start = Instant::now();
-        let result = rt.block_on(pool.run(bash_true(), None, |_| {}));
-        pooled.push(start.elapsed());
-        check(result);
     }
+    let results: Vec<(&str, bool, Summary)> = rows
+        .iter()
+        .map(|r| (r.name, r.is_call, summarize(&r.samples)))
+        .collect();
+    drop(rows);
     drop(pool);
+    drop(pool_multi);
     let _ = std::fs::remove_dir_all(&root);
-    let (b_med, b_p99) = stats(baseline);
-    let (c_med, c_p99) = stats(cold);
-    let (p_med, p_p99) = stats(pooled);
-    println!(
-        "{:<52} {:>10} {:>10} {:>8}",
-        format!("{CALLS} calls each"),
-        "median",
-        "p99",
-        "ratio"
+    report(&results);
+    // The lockdown's steps, timed in a fresh single-threaded copy of this program (this one has
+    // runtime threads, so its forked children must not allocate).
+    println!();
+    let steps = std::env::current_exe()
+        .and_then(|exe| std::process::Command::new(exe).env(STEPS_ENV, "1").status());
+    if !steps.is_ok_and(|s| s.success()) {
+        eprintln!("the lockdown steps could not be timed");
+    }
+}
+
+/// `sh -c 'read _'` moved into a call's cgroup (as a worker is) before it exits, then the cgroup
+/// removed: against the baseline, the cost of the per-call cgroup. Without a cgroup layout (not
+/// root) this is the baseline plus a pipe.
+fn cgroup_call(spec: &SandboxSpec) {
+    use agentd::worker::cgroup::{CallGroup, Layout};
+    let group = CallGroup::create(
+        Layout::detect(),
+        spec.limits.max_processes,
+        spec.limits.memory_bytes,
     );
-    let row = |name: &str, med: Duration, p99: Duration| {
-        println!(
-            "{name:<52} {med:>10.2?} {p99:>10.2?} {:>8.2}",
-            med.as_secs_f64() / b_med.as_secs_f64()
-        );
+    let child = std::process::Command::new("sh")
+        .args(["-c", "read _"])
+        .stdin(std::process::Stdio::piped())
+        .spawn();
+    let (Ok(group), Ok(mut child)) = (group, child) else {
+        eprintln!("cannot create a cgroup or spawn sh");
+        std::process::exit(1);
     };
-    row("baseline: spawn `sh -c true`", b_med, b_p99);
-    row(
-        "bash `true`, fresh worker (spawn+lockdown+run)",
-        c_med,
-        c_p99,
+    if let Some(group) = &group
+        && group.add(child.id()).is_err()
+    {
+        eprintln!("cannot move sh into the call's cgroup");
+        std::process::exit(1);
+    }
+    drop(child.stdin.take());
+    let _ = child.wait();
+    drop(group);
+}
+
+fn report(results: &[(&str, bool, Summary)]) {
+    let Some((_, _, base)) = results.first() else {
+        return;
+    };
+    let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1000.0);
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    println!(
+        "{:<52} {:>8} {:>8} {:>6} | {:>8} {:>8} {:>6} {:>8} {:>8}",
+        format!("{} calls each, ms", calls()),
+        "wall med",
+        "p99",
+        "×base",
+        "cpu med",
+        "cpu mean",
+        "×base",
+        "sup",
+        "procs"
     );
-    row("bash `true`, worker locked down ahead (pool)", p_med, p_p99);
-    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
-    for (name, med) in [("fresh worker", c_med), ("pool", p_med)] {
-        let ratio = med.as_secs_f64() / b_med.as_secs_f64();
+    for (name, _, s) in results {
         println!(
-            "{name}: ratio {ratio:.2} (goal ≤ 2.0: {}); median {med:.2?} (goal ≤ 3 ms: {})",
-            verdict(ratio <= 2.0),
-            verdict(med <= Duration::from_millis(3))
+            "{name:<52} {:>8} {:>8} {:>6.2} | {:>8} {:>8} {:>6.2} {:>8} {:>8}",
+            ms(s.wall_med),
+            ms(s.wall_p99),
+            ratio(s.wall_med, base.wall_med),
+            ms(s.cpu_med),
+            ms(s.cpu_mean),
+            ratio(s.cpu_mean, base.cpu_mean),
+            ms(s.own_mean),
+            ms(s.children_mean),
         );
     }
+    println!(
+        "cpu = user + sys; sup = this process (the supervisor side), procs = waited-for children and their descendants (means). Pooled rows: cpu includes the refill."
+    );
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    for (name, _, s) in results.iter().skip(1).filter(|(_, is_call, _)| *is_call) {
+        let r = ratio(s.wall_med, base.wall_med);
+        println!(
+            "{name}: wall ratio {r:.2} (goal ≤ 2.0: {}); wall median {} ms (goal ≤ 3 ms: {}); cpu mean {} ms (goal ≤ 4 ms: {})",
+            verdict(r <= 2.0),
+            ms(s.wall_med),
+            verdict(s.wall_med <= Duration::from_millis(3)),
+            ms(s.cpu_mean),
+            verdict(s.cpu_mean <= Duration::from_millis(4)),
+        );
+    }
+}
+
+/// Set in the copy of this program that times the lockdown's steps.
+const STEPS_ENV: &str = "AGENTD_BENCH_LOCKDOWN_STEPS";
+
+/// One lockdown step, run in a forked child: whether it succeeded.
+type Step = (&'static str, fn(&SandboxSpec) -> bool);
+
+/// Forks a child that exits at once and reaps it: what a PID namespace's first process costs.
+fn fork_and_reap() -> bool {
+    // SAFETY: called in a forked child of the single-threaded steps program; the grandchild only
+    // calls _exit.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            // SAFETY: _exit ends the grandchild without running the parent's destructors.
+            unsafe { libc::_exit(0) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => nix::sys::wait::waitpid(child, None)
+            .is_ok_and(|s| matches!(s, nix::sys::wait::WaitStatus::Exited(_, 0))),
+        Err(_) => false,
+    }
+}
+
+/// Times each lockdown step of the worker (the `tool_worker` library's own functions) in a
+/// forked child, against a child that does nothing: CPU of the fork, the step and the exit, as
+/// user + sys of this process and its waited-for children. Runs single-threaded: no runtime.
+fn lockdown_steps() {
+    use tool_worker::lockdown::{caps, contain, landlock, limits, process, seccomp};
+    let root = std::env::temp_dir().join(format!("agentd-bench-steps-{}", std::process::id()));
+    let (ws, tmp) = (root.join("ws"), root.join("tmp"));
+    if std::fs::create_dir_all(&ws)
+        .and_then(|_| std::fs::create_dir_all(&tmp))
+        .is_err()
+    {
+        std::process::exit(1);
+    }
+    let spec = agentd::worker::default_sandbox(ws, tmp, None);
+    let is_root = nix::unistd::geteuid().is_root();
+    let steps: Vec<Step> = vec![
+        ("reference: fork, exit", |_| true),
+        ("reference: fork, fork a child, reap it, exit", |_| {
+            fork_and_reap()
+        }),
+        ("close fds + setsid", |_| {
+            process::close_other_fds().is_ok() && process::new_session().is_ok()
+        }),
+        ("pid namespace: unshare, fork its init, reap it", |_| {
+            contain::enter(nix::unistd::geteuid().is_root()).is_ok() && fork_and_reap()
+        }),
+        ("rlimits", |s| limits::apply(&s.limits, true).is_ok()),
+        // Unprivileged, the worker clears its capabilities inside its user namespace, where it
+        // holds them; take the row above from this one for the clearing alone.
+        (
+            "clear capabilities (non-root: after the namespaces)",
+            |_| {
+                let root = nix::unistd::geteuid().is_root();
+                (root || contain::enter(false).is_ok()) && caps::clear_all().is_ok()
+            },
+        ),
+        ("Landlock: build the ruleset, restrict_self", |s| {
+            landlock::enforce(s).is_ok()
+        }),
+        ("(Landlock's paths opened and stat'ed, no Landlock)", |s| {
+            open_landlock_paths(s)
+        }),
+        ("seccomp: compile and install both filters", |_| {
+            seccomp::install(false).is_ok()
+        }),
+    ];
+    let mut samples: Vec<Vec<Sample>> = steps.iter().map(|_| Vec::new()).collect();
+    let mut failed: Vec<bool> = steps.iter().map(|_| false).collect();
+    for _ in 0..calls() {
+        for (i, (_, step)) in steps.iter().enumerate() {
+            let mut ok = true;
+            samples[i].push(measure(|| {
+                let start = Instant::now();
+                ok = run_in_child(*step, &spec);
+                start
+            }));
+            failed[i] |= !ok;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    let reference = summarize(&samples[0]).cpu_mean;
+    println!(
+        "{:<52} {:>8} {:>8} {:>10}   (as {})",
+        "lockdown steps, each in a forked child, ms",
+        "wall med",
+        "cpu mean",
+        "- ref",
+        if is_root { "root" } else { "non-root" }
+    );
+    for (((name, _), samples), failed) in steps.iter().zip(&samples).zip(failed) {
+        let s = summarize(samples);
+        let extra = s.cpu_mean.as_secs_f64() - reference.as_secs_f64();
+        println!(
+            "{name:<52} {:>8.3} {:>8.3} {:>+10.3}{}",
+            s.wall_med.as_secs_f64() * 1000.0,
+            s.cpu_mean.as_secs_f64() * 1000.0,
+            extra * 1000.0,
+            if failed {
+                "   (FAILED in some calls)"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+/// Forks; the child no_new_privs's itself (as the worker does before Landlock and seccomp), runs
+/// `step` and exits with its outcome; the parent reaps it.
+fn run_in_child(step: fn(&SandboxSpec) -> bool, spec: &SandboxSpec) -> bool {
+    // SAFETY: the steps program is single-threaded, so the child may run any code (allocate,
+    // open files) before it exits.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            let ok = tool_worker::lockdown::process::no_new_privs().is_ok() && step(spec);
+            // SAFETY: _exit ends the child without running destructors meant for the parent.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => nix::sys::wait::waitpid(child, None)
+            .is_ok_and(|s| matches!(s, nix::sys::wait::WaitStatus::Exited(_, 0))),
+        Err(_) => false,
+    }
+}
+
+/// What Landlock's rule building does besides Landlock itself, on about the same paths: each
+/// opened `O_PATH`, `fstat`ed (by the landlock crate), `stat`ed again (by `add_paths`) and closed.
+/// `/etc`'s entries are the worker's own list; the rest mirrors its system paths and devices.
+fn open_landlock_paths(spec: &SandboxSpec) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let system = [
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/opt",
+        "/proc",
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/tty",
+    ];
+    let etc = tool_worker::lockdown::landlock::ETC_READABLE
+        .iter()
+        .map(|p| std::path::Path::new("/etc").join(p));
+    let all = system
+        .iter()
+        .map(PathBuf::from)
+        .chain(etc)
+        .chain([spec.tmp_dir.clone(), spec.workspace.clone()]);
+    let mut opened = 0;
+    for path in all {
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(&path)
+        else {
+            continue;
+        };
+        let _ = file.metadata();
+        let _ = std::fs::metadata(&path);
+        opened += 1;
+    }
+    // The worker also lists /etc for versioned directories (python3.*, java-*-openjdk).
+    let listed = std::fs::read_dir("/etc").map(|d| d.count()).unwrap_or(0);
+    opened > 0 && listed > 0
 }
