@@ -412,7 +412,7 @@ fn fork_and_reap() -> bool {
 /// forked child, against a child that does nothing: CPU of the fork, the step and the exit, as
 /// user + sys of this process and its waited-for children. Runs single-threaded: no runtime.
 fn lockdown_steps() {
-    use tool_worker::lockdown::{caps, contain, landlock, limits, process, seccomp};
+    use tool_worker::lockdown::{caps, contain, landlock, limits, mounts, process, seccomp};
     let root = std::env::temp_dir().join(format!("agentd-bench-steps-{}", std::process::id()));
     let (ws, tmp) = (root.join("ws"), root.join("tmp"));
     if std::fs::create_dir_all(&ws)
@@ -431,8 +431,17 @@ fn lockdown_steps() {
         ("close fds + setsid", |_| {
             process::close_other_fds().is_ok() && process::new_session().is_ok()
         }),
-        ("pid namespace: unshare, fork its init, reap it", |_| {
-            contain::enter(nix::unistd::geteuid().is_root()).is_ok() && fork_and_reap()
+        ("pid + ipc namespaces: unshare, fork its init, reap it", |_| {
+            contain::enter(nix::unistd::geteuid().is_root(), false).is_ok() && fork_and_reap()
+        }),
+        ("pid + ipc + mount namespaces, the worker as init", |_| {
+            contain::enter(nix::unistd::geteuid().is_root(), true).is_ok()
+                && contain::become_init().is_ok()
+        }),
+        ("  ... and the mounts (the mount namespace's own cost)", |s| {
+            contain::enter(nix::unistd::geteuid().is_root(), true).is_ok()
+                && contain::become_init().is_ok()
+                && mounts::set_up(s).is_ok()
         }),
         ("rlimits", |s| limits::apply(&s.limits, true).is_ok()),
         // Unprivileged, the worker clears its capabilities inside its user namespace, where it
@@ -441,11 +450,11 @@ fn lockdown_steps() {
             "clear capabilities (non-root: after the namespaces)",
             |_| {
                 let root = nix::unistd::geteuid().is_root();
-                (root || contain::enter(false).is_ok()) && caps::clear_all().is_ok()
+                (root || contain::enter(false, false).is_ok()) && caps::clear_all().is_ok()
             },
         ),
         ("Landlock: build the ruleset, restrict_self", |s| {
-            landlock::enforce(s).is_ok()
+            landlock::enforce(s, false).is_ok()
         }),
         ("(Landlock's paths opened and stat'ed, no Landlock)", |s| {
             open_landlock_paths(s)
