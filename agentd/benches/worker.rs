@@ -431,18 +431,22 @@ fn lockdown_steps() {
         ("close fds + setsid", |_| {
             process::close_other_fds().is_ok() && process::new_session().is_ok()
         }),
-        ("pid + ipc namespaces: unshare, fork its init, reap it", |_| {
-            contain::enter(nix::unistd::geteuid().is_root(), false).is_ok() && fork_and_reap()
-        }),
+        (
+            "pid + ipc namespaces: unshare, fork its init, reap it",
+            |_| contain::enter(nix::unistd::geteuid().is_root(), false).is_ok() && fork_and_reap(),
+        ),
         ("pid + ipc + mount namespaces, the worker as init", |_| {
             contain::enter(nix::unistd::geteuid().is_root(), true).is_ok()
                 && contain::become_init().is_ok()
         }),
-        ("  ... and the mounts (the mount namespace's own cost)", |s| {
-            contain::enter(nix::unistd::geteuid().is_root(), true).is_ok()
-                && contain::become_init().is_ok()
-                && mounts::set_up(s).is_ok()
-        }),
+        (
+            "  ... and the mounts (the mount namespace's own cost)",
+            |s| {
+                contain::enter(nix::unistd::geteuid().is_root(), true).is_ok()
+                    && contain::become_init().is_ok()
+                    && mounts::set_up(s).is_ok()
+            },
+        ),
         ("rlimits", |s| limits::apply(&s.limits, true).is_ok()),
         // Unprivileged, the worker clears its capabilities inside its user namespace, where it
         // holds them; take the row above from this one for the clearing alone.

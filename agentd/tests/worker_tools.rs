@@ -235,11 +235,7 @@ async fn file_tools_are_confined_by_the_kernel_not_by_path_strings() {
     };
     for path in ["../outside.txt", outside.as_str(), "link.txt"] {
         let r = f.run(read(path)).await;
-        assert!(
-            r.is_error && refused(&r.content),
-            "{path}: {}",
-            r.content
-        );
+        assert!(r.is_error && refused(&r.content), "{path}: {}", r.content);
         assert!(!r.content.contains("OUTSIDE-SECRET"));
     }
     for path in [

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 fn pool(ws: &Path, root: &PrivateDir) -> WorkerPool {
     let mut spec = agentd::worker::default_sandbox(ws.to_owned(), root.path().to_owned(), None);
     spec.limits.timeout_ms = 10_000;
-    let worker = agentd::worker::locate_worker().expect("tool-worker is built");
+    // A test binary hosts no worker: the built one, explicitly.
+    let worker = agentd_e2e::binary("tool-worker");
     WorkerPool::new(worker, spec, 1)
 }
 

@@ -141,11 +141,10 @@ both!(git_uses_a_gitconfig_granted_with_read_path, |who| {
     assert_eq!(log.trim(), format!("Granted-{n} granted"));
 });
 
-// FAILS on today's sandbox, so ignored: git treats an unreadable `~/.gitconfig` (EACCES from
-// Landlock, since the home is not in the view) as fatal — "unknown error occurred while reading
-// the configuration files" — so git does not work at all for a user who has a ~/.gitconfig (root
-// on the build machines does) unless the config grants it. Un-ignore when the sandbox handles it
-// (e.g. a HOME the tool may read, GIT_CONFIG_GLOBAL in the tool env, or the file made readable).
+// git treats an unreadable `~/.gitconfig` (EACCES from Landlock alone, before the mount
+// namespace) as fatal — "unknown error occurred while reading the configuration files" — so git
+// did not work for a user who has one (root on the build machines does) unless the config
+// granted it. The mount namespace hides homes: git sees no file and goes on.
 mod git_works_when_home_has_an_unreadable_gitconfig {
     use super::*;
 
@@ -165,13 +164,11 @@ mod git_works_when_home_has_an_unreadable_gitconfig {
     }
 
     #[test]
-    #[ignore = "fails today: git dies on the unreadable ~/.gitconfig (see the comment)"]
     fn as_root() {
         check(As::Root);
     }
 
     #[test]
-    #[ignore = "fails today: git dies on the unreadable ~/.gitconfig (see the comment)"]
     fn as_unprivileged_user() {
         if test_user().is_none() {
             eprintln!("skipped: needs root to create the test user");
@@ -427,10 +424,9 @@ both!(ps_and_pgrep_see_the_calls_own_sleep, |who| {
     );
 });
 
-// FAILS on today's sandbox, so ignored: the call is in its own PID namespace but sees the host's
-// /proc, so `$!` (a namespace pid, e.g. 2) is not the pid ps and pgrep print (a host pid), and
-// `ps -p $!` or `kill $(pgrep …)` name some other process. A fresh /proc in the call's mount
-// namespace fixes it: un-ignore then.
+// The call is in its own PID namespace; with the host's /proc, `$!` (a namespace pid, e.g. 2)
+// was not the pid ps and pgrep print (a host pid), and `ps -p $!` or `kill $(pgrep …)` named
+// some other process. The fresh /proc of the call's mount namespace makes them agree.
 mod ps_and_pgrep_agree_with_the_shells_pid {
     use super::*;
 
@@ -443,13 +439,11 @@ mod ps_and_pgrep_agree_with_the_shells_pid {
     }
 
     #[test]
-    #[ignore = "fails today: the PID namespace has no /proc of its own (see the comment)"]
     fn as_root() {
         check(As::Root);
     }
 
     #[test]
-    #[ignore = "fails today: the PID namespace has no /proc of its own (see the comment)"]
     fn as_unprivileged_user() {
         if test_user().is_none() {
             eprintln!("skipped: needs root to create the test user");

@@ -268,11 +268,8 @@ both!(agent_run_is_not_steered_by_planted_temp_paths, |who| {
         scene.plant(&format!("agentd-run-{pid}"), SHAPES[pid as usize % 4]);
     }
     let output = agent_run_bash(who, &scene.tmpdir(), PROBE);
-    // The session's root is private to the uid the workers run as, too.
-    assert_eq!(
-        field(&output, "parent="),
-        format!("700:{}", uid_of(who)),
-        "{output}"
-    );
+    // (The session's root, seen from inside the call, is the mount point the call's mount
+    // namespace made for its temp dir in the empty /tmp, 0755 so the path can be walked; on the
+    // host it is made by the same `PrivateDir` as the call's, whose 0700 is checked above.)
     scene.check(&output);
 });

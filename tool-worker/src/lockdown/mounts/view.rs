@@ -79,6 +79,8 @@ impl View {
             .iter()
             .map(PathBuf::from)
             .filter(|h| std::fs::symlink_metadata(h).is_ok_and(|m| m.is_dir()))
+            // An empty directory hides nothing; a mount less per call.
+            .filter(|h| std::fs::read_dir(h).is_ok_and(|mut d| d.next().is_some()))
             // A hidden dir inside (or equal to) a kept path would take away what was granted.
             .filter(|h| !kept.iter().any(|k| h.starts_with(k)))
             .collect();
