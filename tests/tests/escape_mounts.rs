@@ -652,8 +652,92 @@ both!(
         );
         assert!(run.stdout.contains("inited"), "{run:?}");
         assert!(fresh.0.join(".git/config").is_file() && fresh.0.join(".git/hooks").is_dir());
-        assert!(run.stdout.contains("repository it made"), "{run:?}");
+        assert!(run.stdout.contains("made a repository"), "{run:?}");
         let next = sandbox(who, &fresh.0, &[], "echo evil > .git/hooks/pre-commit", &[]);
         assert_ne!(next.code, 0, "{next:?}");
     }
 );
+
+both!(the_quarantine_moves_names_never_what_they_point_to, |who| {
+    // From a second adversarial review: the check after a call compared resolved paths and
+    // renamed through symlinks, so a symlink named like a protected path made the supervisor
+    // move its target (the repository, a hook, a file outside the workspace).
+    let ws = repo("qnames", who);
+    std::fs::write(ws.0.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    let outside = Dir::new("qnames-outside", who);
+    std::fs::write(outside.0.join("key"), "SECRET").unwrap();
+    give(&ws.0, who);
+    let run = sandbox(
+        who,
+        &ws.0,
+        &[],
+        &format!(
+            "ln -s .git .idea; ln -s .git/hooks/pre-commit .vscode; ln -s {}/key .git/commondir; echo linked",
+            outside.0.display()
+        ),
+        &[],
+    );
+    assert!(run.stdout.contains("linked"), "{run:?}");
+    assert!(
+        ws.0.join(".git/HEAD").is_file(),
+        "the repository stays: {run:?}"
+    );
+    assert!(
+        ws.0.join(".git/hooks/pre-commit").is_file(),
+        "the hook stays: {run:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.0.join("key")).unwrap(),
+        "SECRET"
+    );
+    for name in [".idea", ".vscode", ".git/commondir"] {
+        assert!(
+            std::fs::symlink_metadata(ws.0.join(name)).is_err(),
+            "{name} was left: {run:?}"
+        );
+    }
+    let moved: Vec<_> = std::fs::read_dir(ws.0.join(".agentd-quarantine"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(moved.len(), 3, "{moved:?}");
+    assert!(moved.iter().all(|p| {
+        std::fs::symlink_metadata(p)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    }));
+});
+
+both!(an_included_config_in_the_workspace_is_protected, |who| {
+    let ws = repo("include", who);
+    host_git(
+        &ws.0,
+        who,
+        &["config", "include.path", "../.gitconfig.local"],
+    );
+    std::fs::write(ws.0.join(".gitconfig.local"), "[core]\n").unwrap();
+    give(&ws.0, who);
+    let run = sandbox(
+        who,
+        &ws.0,
+        &[],
+        "printf '\\tfsmonitor = evil\\n' >> .gitconfig.local",
+        &[],
+    );
+    assert_ne!(run.code, 0, "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.0.join(".gitconfig.local")).unwrap(),
+        "[core]\n"
+    );
+});
+
+both!(kernel_filesystems_are_refused_as_write_paths, |who| {
+    let ws = Dir::new("pseudo", who);
+    for path in ["/proc", "/proc/sys", "/sys", "/dev"] {
+        let run = sandbox(who, &ws.0, &["--write-path", path], "echo ran", &[]);
+        assert_eq!(run.code, 125, "{path}: {run:?}");
+        assert!(!run.stdout.contains("ran"), "{path}: {run:?}");
+        assert!(run.stderr.contains("kernel filesystem"), "{path}: {run:?}");
+    }
+});

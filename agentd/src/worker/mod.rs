@@ -16,7 +16,7 @@ pub mod tmp;
 pub mod verify;
 
 pub use pool::WorkerPool;
-pub use spawn::{ReadyWorker, WorkerError, locate_worker, run_tool, start};
+pub use spawn::{ReadyWorker, WorkerError, locate_worker, run_tool, start, start_with};
 
 use protocol::worker::{ResourceLimits, SandboxProfile, SandboxSpec};
 use std::path::{Path, PathBuf};

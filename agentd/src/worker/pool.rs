@@ -20,7 +20,8 @@
 //! Mind `PR_SET_PDEATHSIG`: it fires when the *thread* that spawned the worker exits. Workers are
 //! spawned from tokio tasks, so from runtime threads that live as long as the runtime.
 
-use super::spawn::{ReadyWorker, WorkerError, start};
+use super::protect::Baseline;
+use super::spawn::{ReadyWorker, WorkerError, start_with};
 use super::tmp::{Owner, PrivateDir};
 use protocol::worker::{SandboxSpec, ToolRequest, ToolResult};
 use std::collections::VecDeque;
@@ -40,6 +41,8 @@ struct Inner {
     worker: PathBuf,
     /// The spec every call gets; its `tmp_dir` is the root under which each worker gets its own.
     template: SandboxSpec,
+    /// The protected paths the session began with, compared after every call.
+    baseline: Arc<Baseline>,
     size: usize,
     state: Mutex<State>,
     /// Signalled whenever a background start ends.
@@ -126,6 +129,7 @@ impl WorkerPool {
         WorkerPool {
             inner: Arc::new(Inner {
                 worker,
+                baseline: Arc::new(Baseline::now(&template)),
                 template,
                 size,
                 state: Mutex::new(State::default()),
@@ -255,7 +259,7 @@ impl Inner {
         })?;
         let basis = Basis::now(&self.template);
         let spec = call_spec(&self.template, tmp.path());
-        let worker = start(&self.worker, &spec).await?;
+        let worker = start_with(&self.worker, &spec, Arc::clone(&self.baseline)).await?;
         Ok(Warm { worker, tmp, basis })
     }
 }

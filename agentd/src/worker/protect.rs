@@ -4,60 +4,88 @@
 //! a path that does not exist cannot be mounted over: a call could create `.git/commondir`
 //! (redirecting git's config and hooks to a directory it wrote), `.git/config.worktree`,
 //! `.vscode/tasks.json` or a submodule's hooks, for the user's next `git` command or editor to
-//! run. So the supervisor looks once more after each call, and moves what a call created out of
-//! the way, into `.agentd-quarantine/` of the writable root, where nothing runs it and the user
-//! can look. One exception: a repository the call made itself (`git init` where there was no
-//! `.git`) keeps its new `.git/hooks` and `.git/config` — quarantining them would break the
-//! repository, and they are protected from the next call on; the result says so.
+//! run. So after each call the supervisor compares the protected paths, **by name** (a symlink
+//! named `.vscode` is `.vscode`, wherever it points), with a [`Baseline`] — those that existed when
+//! the session began — and moves any new one into `.agentd-quarantine/` of its writable root,
+//! where nothing runs it and the user can look.
+//!
+//! The baseline is the session's, not the call's: two overlapping calls cannot hand a path to each
+//! other between their own before and after. One exception: a repository made during the
+//! session (`git init` where there was no `.git`) keeps what it had when first seen — moving it
+//! would break the repository — and joins the baseline; the result says so.
+//!
+//! The supervisor may be root and the workspace is the model's: nothing here follows a symlink.
+//! The root is opened `O_NOFOLLOW`, each directory on the way is opened relative to the one
+//! before with `O_NOFOLLOW` (a symlink on the way is itself what gets moved), the quarantine is
+//! made and opened the same way, and `renameat` moves the entry itself between the two
+//! descriptors.
 
+use nix::fcntl::{OFlag, openat, renameat};
+use nix::sys::stat::{Mode, mkdirat};
 use protocol::worker::{SandboxSpec, ToolResult};
-use std::path::{Path, PathBuf};
-use tool_worker::lockdown::mounts::view::protected_now;
+use std::collections::BTreeSet;
+use std::os::fd::OwnedFd;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use tool_worker::lockdown::mounts::view::protected_names;
 
-/// What existed before a call, to compare with after it.
-#[derive(Debug)]
-pub struct Guard {
-    /// The protected paths that existed.
-    before: Vec<PathBuf>,
-    /// The `.git` directories that existed, of each writable root.
-    repositories: Vec<PathBuf>,
-}
-
-/// The directory a writable root's quarantined paths are moved to.
+/// The directory of a writable root that quarantined paths are moved to.
 pub const QUARANTINE: &str = ".agentd-quarantine";
 
-impl Guard {
-    /// Takes stock before the call.
-    pub fn before(spec: &SandboxSpec) -> Guard {
-        let repositories = roots(spec)
-            .map(|r| r.join(".git"))
-            .filter(|g| g.is_dir())
-            .filter_map(|g| g.canonicalize().ok())
+/// The protected paths a session began with (and the repositories made during it).
+#[derive(Debug)]
+pub struct Baseline {
+    state: Mutex<Known>,
+}
+
+#[derive(Debug)]
+struct Known {
+    /// (writable root, path relative to it) that may exist.
+    paths: BTreeSet<(PathBuf, PathBuf)>,
+    /// Writable roots whose `.git` existed, or was made during the session.
+    repositories: BTreeSet<PathBuf>,
+}
+
+impl Baseline {
+    /// The protected paths of `spec`'s writable roots as they are now, after making the
+    /// placeholders a repository lacks ([`make_placeholders`]).
+    pub fn now(spec: &SandboxSpec) -> Baseline {
+        make_placeholders(spec);
+        let repositories = std::iter::once(&spec.workspace)
+            .chain(&spec.write_paths)
+            .filter(|r| std::fs::symlink_metadata(r.join(".git")).is_ok())
+            .cloned()
             .collect();
-        Guard {
-            before: protected_now(spec),
-            repositories,
+        Baseline {
+            state: Mutex::new(Known {
+                paths: protected_names(spec).into_iter().collect(),
+                repositories,
+            }),
         }
     }
 
-    /// After the call: moves what it created aside; returns what it did, in words.
-    pub fn after(self, spec: &SandboxSpec) -> Vec<String> {
+    /// After a call: moves the protected paths it created aside; returns what was done, in words.
+    pub fn check(&self, spec: &SandboxSpec) -> Vec<String> {
+        let mut known = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut notes = Vec::new();
-        let created: Vec<PathBuf> = protected_now(spec)
-            .into_iter()
-            .filter(|p| !self.before.contains(p))
-            .collect();
-        for path in created {
-            let in_new_repository = path.ancestors().any(|a| {
-                a.file_name() == Some(".git".as_ref()) && !self.repositories.iter().any(|r| r == a)
-            });
+        let mut new_repositories = Vec::new();
+        for (root, rel) in protected_names(spec) {
+            if known.paths.contains(&(root.clone(), rel.clone())) {
+                continue;
+            }
+            let path = root.join(&rel);
+            let in_new_repository = rel.starts_with(".git")
+                && !known.repositories.contains(&root)
+                && std::fs::symlink_metadata(root.join(".git")).is_ok_and(|m| m.is_dir());
             let note = if in_new_repository {
+                new_repositories.push(root.clone());
+                known.paths.insert((root, rel));
                 format!(
-                    "this call created {} in a repository it made; it is protected from the next call on. Review it before you run git here.",
+                    "this call made a repository with {}; it is protected from the next call on. Review its hooks and config before you run git here.",
                     path.display()
                 )
             } else {
-                match quarantine(spec, &path) {
+                match quarantine(&root, &rel) {
                     Ok(to) => format!(
                         "this call created the protected path {}, which git or an editor would run or trust later; it was moved to {}",
                         path.display(),
@@ -72,7 +100,68 @@ impl Guard {
             tracing::warn!("{note}");
             notes.push(note);
         }
+        known.repositories.extend(new_repositories);
         notes
+    }
+}
+
+/// A repository without `.git/hooks` (cloned with an empty template, or the directory removed)
+/// gets an empty one, and one with `extensions.worktreeConfig` an empty `config.worktree`, both
+/// owned like `.git`: a path that does not exist cannot be mounted over, and git would run or
+/// read whatever a call put there. Made here, when the session begins, so that they are the
+/// baseline's and no call's. Best effort; through descriptors, following no symlink (a `.git`
+/// that is a symlink is left alone).
+pub fn make_placeholders(spec: &SandboxSpec) {
+    if spec.profile != protocol::worker::SandboxProfile::WorkspaceWrite {
+        return;
+    }
+    for root in std::iter::once(&spec.workspace).chain(&spec.write_paths) {
+        let Ok(root_fd) = nix::fcntl::open(root.as_path(), dir_flags(), Mode::empty()) else {
+            continue;
+        };
+        let Ok(git) = openat(&root_fd, ".git", dir_flags(), Mode::empty()) else {
+            continue;
+        };
+        let Ok(owner) = nix::sys::stat::fstat(&git) else {
+            continue;
+        };
+        let (uid, gid) = (
+            Some(nix::unistd::Uid::from_raw(owner.st_uid)),
+            Some(nix::unistd::Gid::from_raw(owner.st_gid)),
+        );
+        if mkdirat(&git, "hooks", Mode::from_bits_truncate(0o755)).is_ok()
+            && let Ok(hooks) = openat(&git, "hooks", dir_flags(), Mode::empty())
+        {
+            let _ = nix::unistd::fchown(&hooks, uid, gid);
+        }
+        let enabled = openat(
+            &git,
+            "config",
+            OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()
+        .map(std::fs::File::from)
+        .and_then(|mut f| {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut f, &mut text).ok()?;
+            Some(text.to_ascii_lowercase().contains("worktreeconfig"))
+        })
+        .unwrap_or(false);
+        if enabled
+            && let Ok(file) = openat(
+                &git,
+                "config.worktree",
+                OFlag::O_WRONLY
+                    | OFlag::O_CREAT
+                    | OFlag::O_EXCL
+                    | OFlag::O_NOFOLLOW
+                    | OFlag::O_CLOEXEC,
+                Mode::from_bits_truncate(0o644),
+            )
+        {
+            let _ = nix::unistd::fchown(&file, uid, gid);
+        }
     }
 }
 
@@ -84,39 +173,120 @@ pub fn tell(result: &mut ToolResult, notes: Vec<String>) {
     }
 }
 
-/// The writable roots whose protected paths are watched (the workspace and `write_paths`).
-fn roots(spec: &SandboxSpec) -> impl Iterator<Item = &PathBuf> {
-    std::iter::once(&spec.workspace).chain(&spec.write_paths)
+fn dir_flags() -> OFlag {
+    OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_RDONLY
 }
 
-/// Moves `path` into the quarantine of the writable root that holds it. `rename` does not follow
-/// a final symlink, and the quarantine is made without following one either.
-fn quarantine(spec: &SandboxSpec, path: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let root = roots(spec)
-        .filter_map(|r| r.canonicalize().ok())
-        .filter(|r| path.starts_with(r))
-        .max_by_key(|r| r.components().count())
-        .ok_or_else(|| std::io::Error::other("not inside a writable root"))?;
-    let dir = root.join(QUARANTINE);
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            if !std::fs::symlink_metadata(&dir)?.is_dir() {
-                return Err(std::io::Error::other(format!(
-                    "{} is not a directory",
-                    dir.display()
-                )));
+/// Moves `root/rel` into `root/.agentd-quarantine/`, following no symlink: if a directory on the
+/// way is a symlink (or not a directory), that entry is moved instead. Returns where it went.
+fn quarantine(root: &Path, rel: &Path) -> std::io::Result<PathBuf> {
+    let names: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .map(|c| match c {
+            Component::Normal(n) => Ok(n),
+            _ => Err(std::io::Error::other("not a plain relative path")),
+        })
+        .collect::<Result<_, _>>()?;
+    let Some((last, parents)) = names.split_last() else {
+        return Err(std::io::Error::other("an empty path"));
+    };
+    let root_fd = nix::fcntl::open(root, dir_flags(), Mode::empty())?;
+    let mut dir: OwnedFd = nix::fcntl::openat(&root_fd, ".", dir_flags(), Mode::empty())?;
+    let mut moved: PathBuf = PathBuf::new();
+    let mut entry: &std::ffi::OsStr = last;
+    for name in parents {
+        match openat(&dir, *name, dir_flags(), Mode::empty()) {
+            Ok(next) => {
+                dir = next;
+                moved.push(name);
             }
+            Err(nix::Error::ELOOP | nix::Error::ENOTDIR) => {
+                entry = name;
+                break;
+            }
+            Err(e) => return Err(e.into()),
         }
-        Err(e) => return Err(e),
     }
-    let relative = path.strip_prefix(&root).unwrap_or(path);
+    moved.push(entry);
+    match mkdirat(&root_fd, QUARANTINE, Mode::from_bits_truncate(0o700)) {
+        Ok(()) | Err(nix::Error::EEXIST) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let quarantine_fd = openat(&root_fd, QUARANTINE, dir_flags(), Mode::empty())?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let name = format!("{stamp}-{}", relative.to_string_lossy().replace('/', "%"));
-    let to = dir.join(name);
-    std::fs::rename(path, &to)?;
-    Ok(to)
+    let name = format!("{stamp}-{}", moved.to_string_lossy().replace('/', "%"));
+    renameat(&dir, entry, &quarantine_fd, name.as_str())?;
+    Ok(root.join(QUARANTINE).join(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(label: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("agentd-protect-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.canonicalize().unwrap()
+    }
+
+    #[test]
+    fn a_symlink_on_the_way_is_moved_itself_and_its_target_is_untouched() {
+        let root = scratch("symlink");
+        let outside = scratch("symlink-outside");
+        std::fs::write(outside.join("key"), "secret").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join(".vscode")).unwrap();
+        let to = quarantine(&root, Path::new(".vscode/key")).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&to)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.join("key")).unwrap(),
+            "secret"
+        );
+        assert!(!root.join(".vscode").exists());
+        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
+
+    #[test]
+    fn a_quarantine_that_is_a_symlink_is_refused() {
+        let root = scratch("qlink");
+        let outside = scratch("qlink-outside");
+        std::os::unix::fs::symlink(&outside, root.join(QUARANTINE)).unwrap();
+        std::fs::create_dir(root.join(".idea")).unwrap();
+        assert!(quarantine(&root, Path::new(".idea")).is_err());
+        assert!(root.join(".idea").is_dir(), "nothing moved");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
+
+    #[test]
+    fn only_paths_new_since_the_baseline_are_moved_and_a_new_repository_keeps_its_own() {
+        let root = scratch("baseline");
+        std::fs::create_dir(root.join(".idea")).unwrap();
+        let spec = crate::worker::default_sandbox(root.clone(), root.join("t"), None);
+        let baseline = Baseline::now(&spec);
+        std::fs::create_dir(root.join(".vscode")).unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "").unwrap();
+        let notes = baseline.check(&spec);
+        assert!(root.join(".idea").is_dir(), "it was there before");
+        assert!(!root.join(".vscode").exists(), "{notes:?}");
+        assert!(root.join(".git/hooks").is_dir() && root.join(".git/config").is_file());
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        // From now on the new repository is the baseline's: a second look moves nothing of it.
+        std::fs::write(root.join(".git/commondir"), "../x").unwrap();
+        let notes = baseline.check(&spec);
+        assert!(!root.join(".git/commondir").exists(), "{notes:?}");
+        assert!(root.join(".git/config").is_file());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

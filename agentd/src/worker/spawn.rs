@@ -173,6 +173,8 @@ pub struct ReadyWorker {
     report: LockdownReport,
     /// The spec it was locked down with (for the protected-path check after the call).
     spec: SandboxSpec,
+    /// The protected paths its session began with.
+    baseline: std::sync::Arc<super::protect::Baseline>,
     /// Killed and reaped already.
     ended: bool,
 }
@@ -180,6 +182,17 @@ pub struct ReadyWorker {
 /// Starts a worker and waits until it has locked down as `spec` asks (or failed to, or reported
 /// less than that: then it is killed).
 pub async fn start(worker: &Path, spec: &SandboxSpec) -> Result<ReadyWorker, WorkerError> {
+    let baseline = std::sync::Arc::new(super::protect::Baseline::now(spec));
+    start_with(worker, spec, baseline).await
+}
+
+/// [`start`] for a worker of a session whose protected paths are compared with `baseline`
+/// after its call (the session's, shared by all its workers).
+pub async fn start_with(
+    worker: &Path,
+    spec: &SandboxSpec,
+    baseline: std::sync::Arc<super::protect::Baseline>,
+) -> Result<ReadyWorker, WorkerError> {
     let self_hosted = worker == Path::new(SELF_EXE);
     let program = if self_hosted {
         worker.to_path_buf()
@@ -250,6 +263,7 @@ pub async fn start(worker: &Path, spec: &SandboxSpec) -> Result<ReadyWorker, Wor
         output_cap: usize::try_from(spec.limits.output_cap_bytes).unwrap_or(usize::MAX),
         report,
         spec: spec.clone(),
+        baseline,
         ended: false,
     };
     match locked {
@@ -320,9 +334,8 @@ impl ReadyWorker {
         mut on_output: impl FnMut(&str),
     ) -> Result<ToolResult, WorkerError> {
         let timeout = timeout_ms.map_or(self.timeout_ms, |t| t.min(self.timeout_ms));
-        let guard = super::protect::Guard::before(&self.spec);
         let outcome = self.converse(tool, timeout, &mut on_output).await;
-        let spec = self.spec.clone();
+        let (spec, baseline) = (self.spec.clone(), std::sync::Arc::clone(&self.baseline));
         match outcome {
             Ok(mut result) => {
                 // A worker exits by itself after its result, and as its PID namespace's init it
@@ -330,13 +343,13 @@ impl ReadyWorker {
                 // means nothing of the call outlives it, cgroup or not.
                 let _ = tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
                 self.end().await;
-                super::protect::tell(&mut result, guard.after(&spec));
+                super::protect::tell(&mut result, baseline.check(&spec));
                 Ok(result)
             }
             Err(e) => {
                 let e = self.finish(e).await;
-                // Logged by `after`; the error is what the caller gets.
-                let _ = guard.after(&spec);
+                // Logged by `check`; the error is what the caller gets.
+                let _ = baseline.check(&spec);
                 Err(e)
             }
         }

@@ -41,7 +41,7 @@ pub fn apply(steps: &[Step], mounter: &mut impl Mounter) -> Result<(), MountErro
 /// paths made read-only. Must run in the PID namespace's init (for `/proc`) and before the
 /// working directory is entered.
 pub fn set_up(spec: &protocol::worker::SandboxSpec) -> Result<Vec<PathBuf>, MountError> {
-    make_hooks_dir(spec);
+    refuse_pseudo_filesystems(spec)?;
     let view = View::read(spec);
     let mounts = view.protected.len() + view.pins.len();
     if mounts > view::MAX_PROTECTED {
@@ -58,48 +58,25 @@ pub fn set_up(spec: &protocol::worker::SandboxSpec) -> Result<Vec<PathBuf>, Moun
     Ok(view.protected)
 }
 
-/// A repository without `.git/hooks` (cloned with an empty template, or the directory removed)
-/// gets an empty one, owned like `.git`, so that it can be protected: a path that does not exist
-/// cannot be mounted over, and git runs whatever appears there. Best effort: where it cannot be
-/// made, nothing is there for git to run either, until a call makes it (see docs/security.md).
-fn make_hooks_dir(spec: &protocol::worker::SandboxSpec) {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-    if spec.profile != protocol::worker::SandboxProfile::WorkspaceWrite {
-        return;
-    }
-    for root in std::iter::once(&spec.workspace).chain(&spec.write_paths) {
-        let git = root.join(".git");
-        let Ok(meta) = std::fs::symlink_metadata(&git) else {
-            continue;
-        };
-        if !meta.is_dir() {
-            continue;
-        }
-        let hooks = git.join("hooks");
-        if std::fs::symlink_metadata(&hooks).is_err()
-            && std::fs::DirBuilder::new()
-                .mode(0o755)
-                .create(&hooks)
-                .is_ok()
+/// A writable `/proc`, `/sys` or `/dev` is the host's kernel settings and devices, not files: a
+/// root call could write `/proc/sys/kernel/core_pattern`. Refused as write paths, whatever the
+/// configuration says.
+fn refuse_pseudo_filesystems(spec: &protocol::worker::SandboxSpec) -> Result<(), MountError> {
+    for path in &spec.write_paths {
+        let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if ["/proc", "/sys", "/dev"]
+            .iter()
+            .any(|p| real.starts_with(p))
+            || real == std::path::Path::new("/")
         {
-            let _ = std::os::unix::fs::lchown(&hooks, Some(meta.uid()), Some(meta.gid()));
-        }
-        // With `extensions.worktreeConfig` git also reads `config.worktree`, hooks and all.
-        let worktree_config = git.join("config.worktree");
-        let enabled = std::fs::read_to_string(git.join("config"))
-            .is_ok_and(|c| c.to_ascii_lowercase().contains("worktreeconfig"));
-        if enabled
-            && std::fs::symlink_metadata(&worktree_config).is_err()
-            && std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .open(&worktree_config)
-                .is_ok()
-        {
-            let _ = std::os::unix::fs::lchown(&worktree_config, Some(meta.uid()), Some(meta.gid()));
+            return Err(MountError {
+                what: "refusing a write path on a kernel filesystem (or the root)",
+                path: path.clone(),
+                source: std::io::Error::from_raw_os_error(libc::EPERM),
+            });
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -36,6 +36,34 @@ pub const MAX_PROTECTED: usize = 256;
 /// Upper bound of the private `/dev/shm`; the spec's memory limit when lower.
 const SHM_MAX_BYTES: u64 = 1 << 30;
 
+/// The protected paths that exist now in `spec`'s writable roots, by *name*: each relative to
+/// the root it is in, symlinks not resolved (a symlink named `.vscode` is `.vscode`, whatever it
+/// points to). What the supervisor's check after a call compares and moves aside.
+pub fn protected_names(spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
+    if spec.profile != SandboxProfile::WorkspaceWrite {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for root in std::iter::once(&spec.workspace).chain(&spec.write_paths) {
+        let found = spec
+            .protected_paths
+            .iter()
+            .flat_map(|pattern| expand(root, pattern))
+            .chain(git_redirects(root));
+        for path in found {
+            if let Ok(rel) = path.strip_prefix(root)
+                && !rel.as_os_str().is_empty()
+                && rel.components().all(|c| matches!(c, Component::Normal(_)))
+            {
+                out.push((root.clone(), rel.to_path_buf()));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The protected paths that exist now in `spec`'s writable roots: what a worker locked down now
 /// would make read-only. The supervisor compares it with a waiting worker's report, so a path
 /// created after that worker was locked down (`git init` in an earlier call) is not left
@@ -171,7 +199,7 @@ pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec
 /// What else decides where git in `root` takes its config and hooks from: a `.git` that is a
 /// file (`gitdir: …`, a linked worktree or a submodule's checkout) and the config and hooks of
 /// the directory it names, and `core.hooksPath` of the repository's config.
-fn git_redirects(root: &Path) -> Vec<PathBuf> {
+pub fn git_redirects(root: &Path) -> Vec<PathBuf> {
     let dot_git = root.join(".git");
     let mut found = Vec::new();
     let mut git_dirs = vec![dot_git.clone()];
@@ -199,10 +227,61 @@ fn git_redirects(root: &Path) -> Vec<PathBuf> {
                     found.push(root.join(value));
                 }
             }
+            // `[include] path = …` and `[includeIf …] path = …`: config read from another
+            // file, relative to the including one.
+            for value in include_paths(&text) {
+                if !value.starts_with('~') {
+                    found.push(dir.join(value));
+                }
+            }
         }
     }
+    let mut found: Vec<PathBuf> = found.iter().map(|p| lexical_clean(p)).collect();
     found.retain(|p| std::fs::symlink_metadata(p).is_ok());
     found
+}
+
+/// `path` with `.` and `..` components resolved by name alone (no symlink is read).
+fn lexical_clean(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The `path` values of a git config's `[include]` and `[includeIf "…"]` sections.
+fn include_paths(text: &str) -> Vec<&str> {
+    let mut in_include = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            let name = header
+                .split(|c: char| c == ']' || c.is_whitespace())
+                .next()
+                .unwrap_or("");
+            in_include =
+                name.eq_ignore_ascii_case("include") || name.eq_ignore_ascii_case("includeif");
+            continue;
+        }
+        if in_include
+            && let Some((key, value)) = line.split_once('=')
+            && key.trim().eq_ignore_ascii_case("path")
+        {
+            let value = value.trim().trim_matches('"');
+            if !value.is_empty() {
+                out.push(value);
+            }
+        }
+    }
+    out
 }
 
 /// The value of a `hooksPath = …` line of a git config, if this is one.
@@ -421,6 +500,12 @@ mod tests {
             assert!(view.protected.contains(&ws.join(p)), "{p}: {view:?}");
         }
         std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn include_paths_come_from_include_sections_only() {
+        let text = "[core]\n\tpath = no\n[include]\n\tpath = ../local.cfg\n[submodule \"x\"]\n\tpath = lib\n[includeIf \"gitdir:~/w/\"]\n\tpath = \"w.cfg\"\n";
+        assert_eq!(include_paths(text), vec!["../local.cfg", "w.cfg"]);
     }
 
     #[test]
