@@ -328,7 +328,9 @@ async fn workers_that_die_garble_or_fail_lockdown_become_errors_not_hangs() {
 #[tokio::test]
 async fn a_worker_that_never_answers_is_killed_and_reported() {
     let f = Fixture::new("tools-hung");
-    let hangs = fake_worker(&f.root, "hangs", "exec sleep 60");
+    // A duration no other process on the machine has, so the check below is this worker's.
+    let sleep = format!("sleep 60.{}", std::process::id());
+    let hangs = fake_worker(&f.root, "hangs", &format!("exec {sleep}"));
     let start = std::time::Instant::now();
     let outcome = run_tool(
         &hangs,
@@ -341,7 +343,7 @@ async fn a_worker_that_never_answers_is_killed_and_reported() {
     .await;
     assert!(matches!(outcome, Err(WorkerError::Hung(_))), "{outcome:?}");
     assert!(start.elapsed() < std::time::Duration::from_secs(20));
-    assert!(agentd_e2e_free_of("sleep 60"), "the hung worker was killed");
+    assert!(agentd_e2e_free_of(&sleep), "the hung worker was killed");
 }
 
 /// No process runs `pattern` any more.
