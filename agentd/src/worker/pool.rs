@@ -183,7 +183,7 @@ impl WorkerPool {
                 warm
             }
         };
-        let result = worker.run(tool, timeout_ms, on_output).await;
+        let result = worker.run_detached(tool, timeout_ms, on_output).await;
         drop(tmp);
         result
     }

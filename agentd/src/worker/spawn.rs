@@ -328,22 +328,62 @@ impl ReadyWorker {
     /// receives output as it streams. The worker and everything it started are gone when this
     /// returns.
     pub async fn run(
+        self,
+        tool: ToolRequest,
+        timeout_ms: Option<u64>,
+        on_output: impl FnMut(&str),
+    ) -> Result<ToolResult, WorkerError> {
+        self.run_then(tool, timeout_ms, on_output, false).await
+    }
+
+    /// [`ReadyWorker::run`], but after a result that is not a timeout the worker's exit (the
+    /// teardown of its namespaces, which takes a while) is left to a task of the runtime: the
+    /// call's processes are gone already — the worker, their init, reaped them before its
+    /// result — and only the worker itself is left to end. For the pool, whose caller is a
+    /// model waiting for the result.
+    pub async fn run_detached(
+        self,
+        tool: ToolRequest,
+        timeout_ms: Option<u64>,
+        on_output: impl FnMut(&str),
+    ) -> Result<ToolResult, WorkerError> {
+        self.run_then(tool, timeout_ms, on_output, true).await
+    }
+
+    async fn run_then(
         mut self,
         tool: ToolRequest,
         timeout_ms: Option<u64>,
         mut on_output: impl FnMut(&str),
+        detach: bool,
     ) -> Result<ToolResult, WorkerError> {
         let timeout = timeout_ms.map_or(self.timeout_ms, |t| t.min(self.timeout_ms));
         let outcome = self.converse(tool, timeout, &mut on_output).await;
         let (spec, baseline) = (self.spec.clone(), std::sync::Arc::clone(&self.baseline));
         match outcome {
             Ok(mut result) => {
-                // A worker exits by itself after its result, and as its PID namespace's init it
-                // exits only once everything the call started is gone: waiting for that (briefly)
-                // means nothing of the call outlives it, cgroup or not.
-                let _ = tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
-                self.end().await;
+                // The worker sends its result once everything the call started is gone (it is
+                // the PID namespace's init and reaps them first), so the workspace is the
+                // call's last word: check it now.
                 super::protect::tell(&mut result, baseline.check(&spec));
+                // The worker then exits by itself, tearing its mount namespace down, which takes
+                // a while; the call's caller need not wait for that. Without a runtime to leave
+                // it to, wait here.
+                // A timed-out call (the worker's own or the supervisor's verdict) is ended here
+                // and now: its worker may be the one that would not stop.
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) if detach && !result.timed_out => {
+                        runtime.spawn(async move {
+                            let _ =
+                                tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
+                            self.end().await;
+                        });
+                    }
+                    _ => {
+                        let _ = tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
+                        self.end().await;
+                    }
+                }
                 Ok(result)
             }
             Err(e) => {

@@ -173,6 +173,7 @@ fn watch(
         if left.is_zero() {
             kill_everything(child);
             let _ = reap(child);
+            reap_namespace(Instant::now() + NAMESPACE_GRACE);
             return (Some(124), true);
         }
         let ms = u16::try_from(left.as_millis().min(10_000)).unwrap_or(10_000);
@@ -194,7 +195,9 @@ fn watch(
             Ok(_) => {}
             Err(_) => {
                 kill_everything(child);
-                return (reap(child), false);
+                let code = reap(child);
+                reap_namespace(deadline);
+                return (code, false);
             }
         }
         let ready: Vec<bool> = fds
@@ -213,7 +216,33 @@ fn watch(
             kill_everything(child);
         }
     }
+    // Everything the command left was killed when it exited; wait until it is gone, so that when
+    // the result is sent the namespace holds the worker alone and nothing can still write.
+    reap_namespace(deadline.max(Instant::now() + NAMESPACE_GRACE));
     (code.flatten(), false)
+}
+
+/// How long killed processes may take to go after the command or its deadline.
+const NAMESPACE_GRACE: Duration = Duration::from_millis(500);
+
+/// As the PID namespace's init, reaps every process left in it (they have been sent SIGKILL)
+/// until none is left or `until`; elsewhere does nothing.
+fn reap_namespace(until: Instant) {
+    if nix::unistd::getpid().as_raw() != 1 {
+        return;
+    }
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => {
+                if Instant::now() >= until {
+                    return;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Ok(_) | Err(nix::Error::EINTR) => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// A pidfd for `child`, readable when it exits; `None` where the kernel has none.
