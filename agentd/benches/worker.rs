@@ -170,19 +170,27 @@ fn check(result: Result<ToolResult, WorkerError>) {
 
 /// One pooled call: refill the pool (outside the wall time, inside the CPU), then the call.
 fn pooled_call(rt: &tokio::runtime::Runtime, pool: &WorkerPool) -> Sample {
-    measure(|| {
-        rt.block_on(async {
-            pool.warm_up();
-            pool.settled().await;
-        });
-        if pool.ready() != 1 {
-            eprintln!("the pool did not get a ready worker");
-            std::process::exit(1);
-        }
-        let start = Instant::now();
-        check(rt.block_on(pool.run(bash_true(), None, |_| {})));
-        start
-    })
+    let before = cpu_now();
+    rt.block_on(async {
+        pool.warm_up();
+        pool.settled().await;
+    });
+    if pool.ready() != 1 {
+        eprintln!("the pool did not get a ready worker");
+        std::process::exit(1);
+    }
+    let start = Instant::now();
+    check(rt.block_on(pool.run(bash_true(), None, |_| {})));
+    // Wall time is the call's; its CPU includes the worker's exit, which the pool leaves to a
+    // task after the result: wait for that before reading the counters.
+    let wall = start.elapsed();
+    rt.block_on(pool.settled());
+    let after = cpu_now();
+    Sample {
+        wall,
+        own: after.own.saturating_sub(before.own),
+        children: after.children.saturating_sub(before.children),
+    }
 }
 
 fn main() {

@@ -154,8 +154,10 @@ impl WorkerPool {
         self.inner.lock().ready.len()
     }
 
-    /// Waits until no background start is in flight (for benchmarks and tests).
+    /// Waits until no background start, and no worker's exit left to a task, is in flight (for
+    /// benchmarks and tests).
     pub async fn settled(&self) {
+        super::spawn::teardowns_settled().await;
         loop {
             let changed = self.inner.changed.notified();
             if self.inner.lock().starting == 0 {

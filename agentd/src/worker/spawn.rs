@@ -41,6 +41,17 @@ use tokio::task::JoinHandle;
 
 /// How long a worker may take to lock down.
 const LOCKDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Workers whose exit was left to a task ([`ReadyWorker::run_detached`]) and has not ended yet.
+static TEARDOWNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Waits until every worker exit left to a task has ended (benchmarks count their CPU; tests
+/// look for leftovers).
+pub async fn teardowns_settled() {
+    while TEARDOWNS.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// How long a worker that sent its result may take to exit before it is killed.
 const EXIT_AFTER_RESULT: Duration = Duration::from_secs(1);
 /// Grace beyond a call's timeout for the worker to report its own timeout, before the supervisor
