@@ -95,7 +95,9 @@ pub struct SandboxSpec {
 /// also of submodules and linked worktrees, and the editors' per-project settings and tasks.
 ///
 /// `commondir` and `config.worktree` are on the list because git takes its config and hooks from
-/// them too: a `commondir` naming a directory the call wrote redirects everything. Beyond the
+/// them too: a `commondir` naming a directory the call wrote redirects everything. Submodules'
+/// git directories may nest (`.git/modules/vendor/lib`), hence `**`; a repository one level
+/// down (`sub/.git`) is run by the parent's `git status` once it is in the index. Beyond the
 /// list, the worker protects a `.git` that is a file (`gitdir:`) and what it names, and a
 /// `core.hooksPath` inside the workspace.
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
@@ -103,14 +105,16 @@ pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".git/config",
     ".git/config.worktree",
     ".git/commondir",
-    ".git/modules/*/hooks",
-    ".git/modules/*/config",
-    ".git/modules/*/config.worktree",
-    ".git/modules/*/commondir",
+    ".git/modules/**/hooks",
+    ".git/modules/**/config",
+    ".git/modules/**/config.worktree",
+    ".git/modules/**/commondir",
     ".git/worktrees/*/hooks",
     ".git/worktrees/*/config",
     ".git/worktrees/*/config.worktree",
     ".git/worktrees/*/commondir",
+    "*/.git/hooks",
+    "*/.git/config",
     ".vscode",
     ".idea",
 ];

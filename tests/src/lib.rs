@@ -282,3 +282,49 @@ fn processes(keep: impl Fn(&Path, &str) -> bool) -> Vec<String> {
     }
     found
 }
+
+/// Runs `git` in `dir` as `who` on the host (set-up and checks, outside the sandbox).
+pub fn host_git(dir: &Path, who: As, args: &[&str]) -> String {
+    let mut cmd = match who {
+        As::Root => Command::new("git"),
+        As::User => {
+            let u = test_user().unwrap();
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={}", u.uid))
+                .arg(format!("--regid={}", u.gid))
+                .arg("--init-groups")
+                .arg("git");
+            c
+        }
+    };
+    let out = cmd
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "-c",
+            "safe.directory=*",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", home_of(who))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A workspace with a git repository and one commit, owned by `who`.
+pub fn repo(label: &str, who: As) -> Dir {
+    let ws = Dir::new(label, who);
+    std::fs::write(ws.0.join("a.txt"), "one\n").unwrap();
+    give(&ws.0, who);
+    host_git(&ws.0, who, &["init", "-q", "-b", "main"]);
+    host_git(&ws.0, who, &["add", "a.txt"]);
+    host_git(&ws.0, who, &["commit", "-qm", "first"]);
+    ws
+}
+
+/// `git` with an identity and any directory trusted, for commands run inside the sandbox.
+pub const GIT: &str = "git -c user.name=t -c user.email=t@e -c safe.directory=*";

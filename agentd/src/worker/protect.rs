@@ -134,17 +134,20 @@ pub fn make_placeholders(spec: &SandboxSpec) {
         {
             let _ = nix::unistd::fchown(&hooks, uid, gid);
         }
+        // Not blocking on a FIFO, regular files only, a bounded read: the tree is the model's.
         let enabled = openat(
             &git,
             "config",
-            OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
             Mode::empty(),
         )
         .ok()
         .map(std::fs::File::from)
-        .and_then(|mut f| {
+        .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))
+        .and_then(|f| {
             let mut text = String::new();
-            std::io::Read::read_to_string(&mut f, &mut text).ok()?;
+            std::io::Read::read_to_string(&mut std::io::Read::take(f, 256 * 1024), &mut text)
+                .ok()?;
             Some(text.to_ascii_lowercase().contains("worktreeconfig"))
         })
         .unwrap_or(false);
@@ -208,17 +211,35 @@ fn quarantine(root: &Path, rel: &Path) -> std::io::Result<PathBuf> {
         }
     }
     moved.push(entry);
-    match mkdirat(&root_fd, QUARANTINE, Mode::from_bits_truncate(0o700)) {
-        Ok(()) | Err(nix::Error::EEXIST) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let quarantine_fd = openat(&root_fd, QUARANTINE, dir_flags(), Mode::empty())?;
+    // Whether it exists or not, the move below opens it without following a symlink.
+    let _ = mkdirat(&root_fd, QUARANTINE, Mode::from_bits_truncate(0o700));
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let name = format!("{stamp}-{}", moved.to_string_lossy().replace('/', "%"));
-    renameat(&dir, entry, &quarantine_fd, name.as_str())?;
-    Ok(root.join(QUARANTINE).join(name))
+    // Short enough for any file system: the stamp and the end of the path.
+    let flat = moved.to_string_lossy().replace('/', "%");
+    let tail: String = flat
+        .chars()
+        .rev()
+        .take(100)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let name = format!("{stamp}-{tail}");
+    let into_quarantine = openat(&root_fd, QUARANTINE, dir_flags(), Mode::empty())
+        .and_then(|q| renameat(&dir, entry, &q, name.as_str()));
+    match into_quarantine {
+        Ok(()) => Ok(root.join(QUARANTINE).join(name)),
+        // The call can make the quarantine unusable (a file of that name): never fail open. The
+        // entry is renamed where it is, to a name neither git nor an editor reads.
+        Err(_) => {
+            let aside = format!(".agentd-quarantined-{stamp}");
+            renameat(&dir, entry, &dir, aside.as_str())?;
+            let parent = moved.parent().unwrap_or(Path::new(""));
+            Ok(root.join(parent).join(aside))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -256,14 +277,19 @@ mod tests {
     }
 
     #[test]
-    fn a_quarantine_that_is_a_symlink_is_refused() {
+    fn a_quarantine_that_is_a_symlink_is_not_followed_and_the_path_is_still_moved_aside() {
         let root = scratch("qlink");
         let outside = scratch("qlink-outside");
         std::os::unix::fs::symlink(&outside, root.join(QUARANTINE)).unwrap();
         std::fs::create_dir(root.join(".idea")).unwrap();
-        assert!(quarantine(&root, Path::new(".idea")).is_err());
-        assert!(root.join(".idea").is_dir(), "nothing moved");
-        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        let to = quarantine(&root, Path::new(".idea")).unwrap();
+        assert!(!root.join(".idea").exists(), "moved aside where it was");
+        assert!(to.starts_with(&root) && to.is_dir(), "{}", to.display());
+        assert_eq!(
+            std::fs::read_dir(&outside).unwrap().count(),
+            0,
+            "nothing went through the link"
+        );
         std::fs::remove_dir_all(&root).unwrap();
         std::fs::remove_dir_all(&outside).unwrap();
     }

@@ -5,6 +5,7 @@
 //! ordered steps (pure, unit-tested); [`apply`] runs them through a [`Mounter`] — the kernel
 //! ([`kernel::Kernel`]) in the worker, a recorder in tests.
 
+pub mod gitconfig;
 pub mod kernel;
 pub mod plan;
 pub mod view;

@@ -49,7 +49,7 @@ pub fn protected_names(spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
             .protected_paths
             .iter()
             .flat_map(|pattern| expand(root, pattern))
-            .chain(git_redirects(root));
+            .chain(super::gitconfig::redirects(root));
         for path in found {
             if let Ok(rel) = path.strip_prefix(root)
                 && !rel.as_os_str().is_empty()
@@ -152,7 +152,7 @@ pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec
             .protected_paths
             .iter()
             .flat_map(|pattern| expand(&root.path, pattern))
-            .chain(git_redirects(&root.path));
+            .chain(super::gitconfig::redirects(&root.path));
         {
             for found in found_here {
                 // Follow symlinks: what git reads is the target. A target outside every writable
@@ -194,104 +194,6 @@ pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec
     // A protected directory is read-only already; pinning inside it would be a second mount.
     pins.retain(|p| !protected.iter().any(|q| p.starts_with(q)));
     (protected, pins)
-}
-
-/// What else decides where git in `root` takes its config and hooks from: a `.git` that is a
-/// file (`gitdir: …`, a linked worktree or a submodule's checkout) and the config and hooks of
-/// the directory it names, and `core.hooksPath` of the repository's config.
-pub fn git_redirects(root: &Path) -> Vec<PathBuf> {
-    let dot_git = root.join(".git");
-    let mut found = Vec::new();
-    let mut git_dirs = vec![dot_git.clone()];
-    if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.file_type().is_file()) {
-        found.push(dot_git.clone());
-        if let Ok(text) = std::fs::read_to_string(&dot_git)
-            && let Some(target) = text.lines().find_map(|l| l.strip_prefix("gitdir:"))
-        {
-            let target = root.join(target.trim());
-            for name in ["hooks", "config", "config.worktree", "commondir"] {
-                found.push(target.join(name));
-            }
-            git_dirs.push(target);
-        }
-    }
-    for dir in git_dirs {
-        for config in ["config", "config.worktree"] {
-            let Ok(text) = std::fs::read_to_string(dir.join(config)) else {
-                continue;
-            };
-            for value in text.lines().filter_map(hooks_path) {
-                // Relative to the worktree's root, as git runs hooks there; `~` is a home,
-                // hidden and read-only to the call anyway.
-                if !value.starts_with('~') {
-                    found.push(root.join(value));
-                }
-            }
-            // `[include] path = …` and `[includeIf …] path = …`: config read from another
-            // file, relative to the including one.
-            for value in include_paths(&text) {
-                if !value.starts_with('~') {
-                    found.push(dir.join(value));
-                }
-            }
-        }
-    }
-    let mut found: Vec<PathBuf> = found.iter().map(|p| lexical_clean(p)).collect();
-    found.retain(|p| std::fs::symlink_metadata(p).is_ok());
-    found
-}
-
-/// `path` with `.` and `..` components resolved by name alone (no symlink is read).
-fn lexical_clean(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// The `path` values of a git config's `[include]` and `[includeIf "…"]` sections.
-fn include_paths(text: &str) -> Vec<&str> {
-    let mut in_include = false;
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(header) = line.strip_prefix('[') {
-            let name = header
-                .split(|c: char| c == ']' || c.is_whitespace())
-                .next()
-                .unwrap_or("");
-            in_include =
-                name.eq_ignore_ascii_case("include") || name.eq_ignore_ascii_case("includeif");
-            continue;
-        }
-        if in_include
-            && let Some((key, value)) = line.split_once('=')
-            && key.trim().eq_ignore_ascii_case("path")
-        {
-            let value = value.trim().trim_matches('"');
-            if !value.is_empty() {
-                out.push(value);
-            }
-        }
-    }
-    out
-}
-
-/// The value of a `hooksPath = …` line of a git config, if this is one.
-fn hooks_path(line: &str) -> Option<&str> {
-    let (key, value) = line.split_once('=')?;
-    if !key.trim().eq_ignore_ascii_case("hookspath") {
-        return None;
-    }
-    let value = value.trim().trim_matches('"');
-    (!value.is_empty()).then_some(value)
 }
 
 /// The mounts to make writable: each writable root the host does not have read-only, and every
@@ -350,9 +252,36 @@ fn unescape_octal(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Deepest directories and most entries a `**` walks: a workspace's `.git/modules` holds few.
+const DEEP_LEVELS: usize = 6;
+const DEEP_ENTRIES: usize = 4096;
+
+/// `dir` and the directories below it (not symlinks; not a git directory's object store, refs or
+/// logs, which are large and hold no config), up to [`DEEP_LEVELS`] and [`DEEP_ENTRIES`].
+fn descendants(dir: &Path, level: usize, out: &mut Vec<PathBuf>) {
+    if out.len() >= DEEP_ENTRIES {
+        return;
+    }
+    out.push(dir.to_path_buf());
+    if level >= DEEP_LEVELS {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let skip = ["objects", "refs", "logs", "lfs", "info"]
+            .iter()
+            .any(|n| entry.file_name() == *n);
+        if !skip && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            descendants(&entry.path(), level + 1, out);
+        }
+    }
+}
+
 /// The existing paths under `root` that `pattern` names: relative, `/`-separated, each
 /// component literal or a glob matching one name (`.git/modules/*/hooks`). Absolute patterns
-/// and `..` name nothing.
+/// and `..` name nothing; a `**` component matches zero or more directories.
 pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
     let rel = Path::new(pattern);
     if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
@@ -365,7 +294,12 @@ pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
         };
         let name = name.to_string_lossy();
         let mut next = Vec::new();
-        if name.contains(['*', '?', '[']) {
+        if name == "**" {
+            // Zero or more directories: submodules named `vendor/lib`, or nested in each other.
+            for dir in &found {
+                descendants(dir, 0, &mut next);
+            }
+        } else if name.contains(['*', '?', '[']) {
             let Ok(glob) = globset::Glob::new(&name) else {
                 return Vec::new();
             };
@@ -500,20 +434,6 @@ mod tests {
             assert!(view.protected.contains(&ws.join(p)), "{p}: {view:?}");
         }
         std::fs::remove_dir_all(&ws).unwrap();
-    }
-
-    #[test]
-    fn include_paths_come_from_include_sections_only() {
-        let text = "[core]\n\tpath = no\n[include]\n\tpath = ../local.cfg\n[submodule \"x\"]\n\tpath = lib\n[includeIf \"gitdir:~/w/\"]\n\tpath = \"w.cfg\"\n";
-        assert_eq!(include_paths(text), vec!["../local.cfg", "w.cfg"]);
-    }
-
-    #[test]
-    fn hooks_path_lines_are_recognised_whatever_their_case_and_quotes() {
-        assert_eq!(hooks_path("\thooksPath = .husky"), Some(".husky"));
-        assert_eq!(hooks_path("HOOKSPATH=\"hooks dir\""), Some("hooks dir"));
-        assert_eq!(hooks_path("\tfsmonitor = x"), None);
-        assert_eq!(hooks_path("hooksPath ="), None);
     }
 
     #[test]
