@@ -483,18 +483,20 @@ both!(
     a_fifo_or_a_device_where_a_config_is_read_cannot_hang_the_supervisor,
     |who| {
         let ws = repo("fifo-config", who);
-        for attempt in
-            ["mkfifo .git/config.worktree; mkdir .evil; echo ../.evil > .git/commondir; echo done"]
-        {
-            let start = Instant::now();
-            let run = sandbox(who, &ws.0, &["--timeout", "5"], attempt, &[]);
-            assert!(run.stdout.contains("done"), "{run:?}");
-            assert!(
-                start.elapsed() < Duration::from_secs(8),
-                "{:?}: {run:?}",
-                start.elapsed()
-            );
-        }
+        let start = Instant::now();
+        let run = sandbox(
+            who,
+            &ws.0,
+            &["--timeout", "5"],
+            "mkfifo .git/config.worktree; mkdir .evil; echo ../.evil > .git/commondir; echo done",
+            &[],
+        );
+        assert!(run.stdout.contains("done"), "{run:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(8),
+            "{:?}: {run:?}",
+            start.elapsed()
+        );
         assert!(!ws.0.join(".git/commondir").exists(), "still moved aside");
         let fresh = Dir::new("fifo-gitfile", who);
         std::fs::create_dir(fresh.0.join("g")).unwrap();
