@@ -76,6 +76,40 @@ pub fn test_user() -> Option<&'static TestUser> {
     .as_ref()
 }
 
+/// One test per identity: `both!(name, |who| { … })` makes `name::as_root` and
+/// `name::as_unprivileged_user` (the latter skipped, with a message, when the suite cannot create
+/// the test user because it does not run as root).
+#[macro_export]
+macro_rules! both {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn as_root() {
+                ($body)($crate::As::Root);
+            }
+            #[test]
+            fn as_unprivileged_user() {
+                if $crate::test_user().is_none() {
+                    eprintln!("skipped: needs root to create the test user");
+                    return;
+                }
+                ($body)($crate::As::User);
+            }
+        }
+    };
+}
+
+/// `label-PID-N`: a name no other test, run or process of this suite uses.
+pub fn unique(label: &str) -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    format!(
+        "{label}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
 /// The home directory of `who`.
 pub fn home_of(who: As) -> PathBuf {
     match who {

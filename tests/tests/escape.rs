@@ -3,43 +3,13 @@
 //! in the workspace must succeed, so a sandbox that refuses everything cannot pass.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
-use agentd_e2e::{As, Dir, give, home_of, install_probe, processes_with, sandbox, test_user};
+use agentd_e2e::both;
+use agentd_e2e::{As, Dir, give, home_of, install_probe, processes_with, sandbox, unique};
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// One test per attempt per identity; the user variant is skipped (with a message) when the suite
-/// does not run as root and so cannot create the user.
-macro_rules! both {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn as_root() {
-                ($body)(As::Root);
-            }
-            #[test]
-            fn as_unprivileged_user() {
-                if test_user().is_none() {
-                    eprintln!("skipped: needs root to create the test user");
-                    return;
-                }
-                ($body)(As::User);
-            }
-        }
-    };
-}
-
-fn unique(label: &str) -> String {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    format!(
-        "{label}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    )
-}
 
 /// The shell's words for a file the sandbox hides (the mount namespace) or refuses (Landlock).
 fn hidden_or_denied(output: &str) -> bool {

@@ -5,29 +5,10 @@
 //! adversarial reviews of the sandbox (their findings, kept as tests).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
-use agentd_e2e::{As, Dir, GIT, give, host_git, repo, sandbox, test_user};
+use agentd_e2e::both;
+use agentd_e2e::{As, Dir, GIT, give, host_git, repo, sandbox};
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-macro_rules! both {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn as_root() {
-                ($body)(As::Root);
-            }
-            #[test]
-            fn as_unprivileged_user() {
-                if test_user().is_none() {
-                    eprintln!("skipped: needs root to create the test user");
-                    return;
-                }
-                ($body)(As::User);
-            }
-        }
-    };
-}
 
 /// What the user runs later, outside the sandbox: `git status` in `dir` as `who`, with a
 /// marker file the planted code would create; whether the marker appeared.

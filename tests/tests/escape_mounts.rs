@@ -9,40 +9,12 @@
 //! timeout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
-use agentd_e2e::{As, Dir, give, home_of, processes_with, sandbox, test_user};
+use agentd_e2e::both;
+use agentd_e2e::{As, Dir, give, home_of, processes_with, sandbox, unique};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-macro_rules! both {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn as_root() {
-                ($body)(As::Root);
-            }
-            #[test]
-            fn as_unprivileged_user() {
-                if test_user().is_none() {
-                    eprintln!("skipped: needs root to create the test user");
-                    return;
-                }
-                ($body)(As::User);
-            }
-        }
-    };
-}
-
-fn unique(label: &str) -> String {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    format!(
-        "{label}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    )
-}
 
 /// A file outside every writable root but inside the sandbox's readable view (`/opt`), owned by
 /// `who` — so the worker, which runs as `who`, is its owner and the kernel's permission checks

@@ -10,32 +10,11 @@
 //! show it is the filter that refuses.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
+use agentd_e2e::both;
 use agentd_e2e::{As, Dir, Run, give, install_probe, sandbox, test_user};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
-
-/// One test per attempt per identity; the user variant is skipped (with a message) when the suite
-/// does not run as root and so cannot create the user.
-macro_rules! both {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn as_root() {
-                ($body)(As::Root);
-            }
-            #[test]
-            fn as_unprivileged_user() {
-                if test_user().is_none() {
-                    eprintln!("skipped: needs root to create the test user");
-                    return;
-                }
-                ($body)(As::User);
-            }
-        }
-    };
-}
 
 const SET_ID: u32 = 0o6000;
 

@@ -6,8 +6,9 @@
 
 use agentd::worker::WorkerPool;
 use agentd::worker::tmp::{Owner, PrivateDir};
+use agentd_e2e::both;
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
-use agentd_e2e::{As, Dir, command_as, give, processes_in, test_user};
+use agentd_e2e::{As, Dir, command_as, give, processes_in};
 use protocol::worker::{BashRequest, ToolRequest};
 use serde_json::json;
 use std::path::Path;
@@ -64,26 +65,6 @@ async fn a_pool_serves_a_replaced_workspace_with_a_fresh_worker() {
         !old.join("here.txt").exists(),
         "the call ran in the replaced one"
     );
-}
-
-macro_rules! both {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn as_root() {
-                ($body)(As::Root);
-            }
-            #[test]
-            fn as_unprivileged_user() {
-                if test_user().is_none() {
-                    eprintln!("skipped: needs root to create the test user");
-                    return;
-                }
-                ($body)(As::User);
-            }
-        }
-    };
 }
 
 /// Tool-workers whose working directory is `dir`.

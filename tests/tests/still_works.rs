@@ -9,31 +9,10 @@
 //! node/npm skips its test, with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
+use agentd_e2e::both;
 use agentd_e2e::{As, Dir, Run, give, sandbox, test_user};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// One test per task per identity; the user variant is skipped (with a message) when the suite
-/// does not run as root and so cannot create the user.
-macro_rules! both {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn as_root() {
-                ($body)(As::Root);
-            }
-            #[test]
-            fn as_unprivileged_user() {
-                if test_user().is_none() {
-                    eprintln!("skipped: needs root to create the test user");
-                    return;
-                }
-                ($body)(As::User);
-            }
-        }
-    };
-}
 
 /// A number no other test of this run uses, for markers and sleep durations.
 fn unique() -> u32 {

@@ -7,31 +7,12 @@
 //! while nothing lands where the planted names point, and nothing is left behind.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
+use agentd_e2e::both;
 use agentd_e2e::mock_llm::{MockLlm, openai};
 use agentd_e2e::{As, Dir, command_as, sandbox, test_user};
 use serde_json::json;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-
-macro_rules! both {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn as_root() {
-                ($body)(As::Root);
-            }
-            #[test]
-            fn as_unprivileged_user() {
-                if test_user().is_none() {
-                    eprintln!("skipped: needs root to create the test user");
-                    return;
-                }
-                ($body)(As::User);
-            }
-        }
-    };
-}
 
 /// The call writes and reads back a file in its TMPDIR, and says where that was and what it was.
 const PROBE: &str = "echo \"tmp=$TMPDIR\"; stat -c 'call=%a:%u' \"$TMPDIR\"; \

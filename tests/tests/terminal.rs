@@ -5,29 +5,10 @@
 //! the exact bytes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
+use agentd_e2e::both;
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
-use agentd_e2e::{As, Dir, command_as, sandbox, test_user};
+use agentd_e2e::{As, Dir, command_as, sandbox};
 use serde_json::{Value, json};
-
-macro_rules! both {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn as_root() {
-                ($body)(As::Root);
-            }
-            #[test]
-            fn as_unprivileged_user() {
-                if test_user().is_none() {
-                    eprintln!("skipped: needs root to create the test user");
-                    return;
-                }
-                ($body)(As::User);
-            }
-        }
-    };
-}
 
 /// Bytes that act on a terminal, as `printf` writes them, and how they must be shown.
 const ATTACKS: [(&str, &str); 5] = [
