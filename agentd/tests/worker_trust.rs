@@ -150,8 +150,12 @@ fn agentd_runs_itself_as_the_worker_never_a_tool_worker_beside_it_as_root_and_as
         eprintln!("skipped: switching users needs root");
         return;
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("trust-{}", std::process::id()));
+    // Under /tmp, not the target directory: a clean clone may sit in a 0700 directory (`mktemp
+    // -d`) that the other uid cannot enter.
+    let dir = std::env::temp_dir().join(format!("agentd-trust-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let agentd = agentd_in(&dir);
     // A planted worker beside the binary and one directory up, that would leave a mark.
     let mark = dir.join("planted-ran");
