@@ -33,7 +33,13 @@ fn calls() -> usize {
         .ok()
         .and_then(|n| n.parse().ok())
         .filter(|n| *n > 0)
-        .unwrap_or(300)
+        .unwrap_or(if benching() { 300 } else { 3 })
+}
+
+/// Run by `cargo bench` (which passes `--bench`), not by `cargo test --all-targets`, which runs
+/// it once as a smoke test: a few calls, the worker of the same build.
+fn benching() -> bool {
+    std::env::args().any(|a| a == "--bench")
 }
 
 /// CPU time used so far by this process and its waited-for descendants.
@@ -148,8 +154,15 @@ fn worker_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("AGENTD_TOOL_WORKER") {
         return Some(PathBuf::from(path));
     }
+    // target/<profile>/deps/worker-… → target/<profile>/tool-worker, the same build's worker;
+    // else the release one.
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("tool-worker")));
     let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/tool-worker");
-    built.is_file().then_some(built)
+    beside
+        .filter(|p| p.is_file())
+        .or_else(|| built.is_file().then_some(built))
 }
 
 fn bash_true() -> ToolRequest {
@@ -311,8 +324,12 @@ fn main() {
     // The lockdown's steps, timed in a fresh single-threaded copy of this program (this one has
     // runtime threads, so its forked children must not allocate).
     println!();
-    let steps = std::env::current_exe()
-        .and_then(|exe| std::process::Command::new(exe).env(STEPS_ENV, "1").status());
+    let steps = std::env::current_exe().and_then(|exe| {
+        std::process::Command::new(exe)
+            .env(STEPS_ENV, "1")
+            .env("AGENTD_BENCH_CALLS", calls().to_string())
+            .status()
+    });
     if !steps.is_ok_and(|s| s.success()) {
         eprintln!("the lockdown steps could not be timed");
     }
