@@ -198,22 +198,28 @@ pub fn agentd_command(who: As, env: &[(&str, &str)]) -> Command {
     command_as("agentd", who, env)
 }
 
-/// One of the built binaries (`agentd`, `agent`) as `who`, with a clean environment (`PATH`,
-/// `HOME`, the tool-worker to use) plus `env`.
-pub fn command_as(name: &str, who: As, env: &[(&str, &str)]) -> Command {
-    let bin = binary_for(name, who);
-    let mut cmd = match who {
-        As::Root => Command::new(&bin),
+/// `program` run as `who`: directly as root, through `setpriv` (uid, gid and the user's groups)
+/// as the test user. Only the identity: environment and arguments are the caller's.
+pub fn command_for(program: impl AsRef<std::ffi::OsStr>, who: As) -> Command {
+    match who {
+        As::Root => Command::new(program),
         As::User => {
             let u = test_user().unwrap();
             let mut c = Command::new("setpriv");
             c.arg(format!("--reuid={}", u.uid))
                 .arg(format!("--regid={}", u.gid))
                 .arg("--init-groups")
-                .arg(&bin);
+                .arg(program);
             c
         }
-    };
+    }
+}
+
+/// One of the built binaries (`agentd`, `agent`) as `who`, with a clean environment (`PATH`,
+/// `HOME`, the tool-worker to use) plus `env`.
+pub fn command_as(name: &str, who: As, env: &[(&str, &str)]) -> Command {
+    let bin = binary_for(name, who);
+    let mut cmd = command_for(&bin, who);
     cmd.env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", home_of(who))
@@ -319,18 +325,7 @@ fn processes(keep: impl Fn(&Path, &str) -> bool) -> Vec<String> {
 
 /// Runs `git` in `dir` as `who` on the host (set-up and checks, outside the sandbox).
 pub fn host_git(dir: &Path, who: As, args: &[&str]) -> String {
-    let mut cmd = match who {
-        As::Root => Command::new("git"),
-        As::User => {
-            let u = test_user().unwrap();
-            let mut c = Command::new("setpriv");
-            c.arg(format!("--reuid={}", u.uid))
-                .arg(format!("--regid={}", u.gid))
-                .arg("--init-groups")
-                .arg("git");
-            c
-        }
-    };
+    let mut cmd = command_for("git", who);
     let out = cmd
         .args([
             "-c",

@@ -11,10 +11,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::both;
-use agentd_e2e::{As, Dir, Run, give, install_probe, sandbox, test_user};
+use agentd_e2e::{As, Dir, Run, command_for, give, install_probe, sandbox};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
-use std::process::Command;
 
 const SET_ID: u32 = 0o6000;
 
@@ -47,18 +46,7 @@ fn assert_blocked(run: &Run, errno: i32, whats: &[&str]) {
 /// Runs the probe in `ws` directly, outside the sandbox, as `who`: what the kernel alone allows.
 fn probe_outside(who: As, ws: &Path, args: &[&str]) -> String {
     let probe = ws.join("probe");
-    let mut cmd = match who {
-        As::Root => Command::new(&probe),
-        As::User => {
-            let u = test_user().unwrap();
-            let mut c = Command::new("setpriv");
-            c.arg(format!("--reuid={}", u.uid))
-                .arg(format!("--regid={}", u.gid))
-                .arg("--init-groups")
-                .arg(&probe);
-            c
-        }
-    };
+    let mut cmd = command_for(&probe, who);
     let out = cmd.args(args).current_dir(ws).output().unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::both;
-use agentd_e2e::{As, Dir, Run, give, sandbox, test_user};
+use agentd_e2e::{As, Dir, Run, command_for, give, sandbox, test_user};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -244,14 +244,10 @@ fn toolchain() -> Option<(PathBuf, Vec<PathBuf>)> {
 
 /// Whether `who` can execute `path` at all (every directory above it searchable).
 fn can_execute(who: As, path: &Path) -> bool {
-    let Some(u) = test_user().filter(|_| who == As::User) else {
+    if who == As::Root || test_user().is_none() {
         return true;
-    };
-    Command::new("setpriv")
-        .arg(format!("--reuid={}", u.uid))
-        .arg(format!("--regid={}", u.gid))
-        .arg("--init-groups")
-        .arg("test")
+    }
+    command_for("test", who)
         .arg("-x")
         .arg(path)
         .status()
