@@ -44,6 +44,23 @@ const LOCKDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Workers whose exit was left to a task ([`ReadyWorker::run_detached`]) and has not ended yet.
 static TEARDOWNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// One worker exit left to a task, counted in [`TEARDOWNS`] until dropped: when the task ends,
+/// or when it is dropped unfinished with its runtime (the worker is killed by its own drop then).
+struct InFlight;
+
+impl InFlight {
+    fn new() -> Self {
+        TEARDOWNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        TEARDOWNS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Waits until every worker exit left to a task has ended (benchmarks count their CPU; tests
 /// look for leftovers).
 pub async fn teardowns_settled() {
@@ -382,18 +399,19 @@ impl ReadyWorker {
                 // it to, wait here.
                 // A timed-out call (the worker's own or the supervisor's verdict) is ended here
                 // and now: its worker may be the one that would not stop.
+                let teardown = async move {
+                    let _ = tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
+                    self.end().await;
+                };
                 match tokio::runtime::Handle::try_current() {
                     Ok(runtime) if detach && !result.timed_out => {
+                        let counted = InFlight::new();
                         runtime.spawn(async move {
-                            let _ =
-                                tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
-                            self.end().await;
+                            teardown.await;
+                            drop(counted);
                         });
                     }
-                    _ => {
-                        let _ = tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
-                        self.end().await;
-                    }
+                    _ => teardown.await,
                 }
                 Ok(result)
             }
