@@ -27,6 +27,7 @@ use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
+use tool_worker::lockdown::mounts::gitconfig;
 use tool_worker::lockdown::mounts::view::protected_names;
 
 /// The directory of a writable root that quarantined paths are moved to.
@@ -142,15 +143,8 @@ pub fn make_placeholders(spec: &SandboxSpec) {
             Mode::empty(),
         )
         .ok()
-        .map(std::fs::File::from)
-        .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))
-        .and_then(|f| {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::Read::take(f, 256 * 1024), &mut text)
-                .ok()?;
-            Some(text.to_ascii_lowercase().contains("worktreeconfig"))
-        })
-        .unwrap_or(false);
+        .and_then(|fd| gitconfig::read_opened(std::fs::File::from(fd)))
+        .is_some_and(|text| gitconfig::worktree_config_enabled(&text));
         if enabled
             && let Ok(file) = openat(
                 &git,

@@ -258,16 +258,11 @@ fn pidfd(child: Pid) -> Option<std::os::fd::OwnedFd> {
 /// Kills the command and everything in the PID namespace. As the namespace's init (pid 1) the
 /// worker signals every other process in it with `kill(-1)`; anywhere else `kill(-1)` would
 /// reach every process of the uid, so then only the command is killed (its own namespace, if it
-/// is init of one, goes with it). Zombies left to init are reaped.
+/// is init of one, goes with it). [`reap_namespace`] reaps them.
 fn kill_everything(child: Pid) {
     let _ = kill(child, Signal::SIGKILL);
     if nix::unistd::getpid().as_raw() == 1 {
         let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
-        while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-            if status == WaitStatus::StillAlive {
-                break;
-            }
-        }
     }
 }
 

@@ -24,6 +24,12 @@ pub fn read_small(path: &Path) -> Option<String> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .ok()?;
+    read_opened(file)
+}
+
+/// The text of `file`, opened by the caller (non-blocking, not through a symlink), if it is a
+/// regular file; at most [`MAX_CONFIG_BYTES`].
+pub fn read_opened(file: std::fs::File) -> Option<String> {
     if !file.metadata().ok()?.is_file() {
         return None;
     }
@@ -76,6 +82,19 @@ pub fn parse(text: &str) -> Vec<Entry> {
         });
     }
     out
+}
+
+/// Whether a git config turns `extensions.worktreeConfig` on (git then reads
+/// `config.worktree` too).
+pub fn worktree_config_enabled(text: &str) -> bool {
+    parse(text).iter().any(|e| {
+        e.section == "extensions"
+            && e.key == "worktreeconfig"
+            && matches!(
+                e.value.to_ascii_lowercase().as_str(),
+                "true" | "yes" | "on" | "1"
+            )
+    })
 }
 
 /// A raw value: quotes removed, `\"`, `\\`, `\n`, `\t` unescaped, an unquoted `#` or `;` starts
@@ -216,6 +235,20 @@ mod tests {
         );
         assert_eq!(values(text, "includeif", "path"), vec!["three \"q\".cfg"]);
         assert_eq!(values(text, "submodule", "path"), vec!["lib"]);
+    }
+
+    #[test]
+    fn worktree_config_is_on_only_when_the_extension_says_so() {
+        assert!(worktree_config_enabled(
+            "[extensions]\n\tworktreeConfig = true\n"
+        ));
+        assert!(worktree_config_enabled("[extensions]\n\tworktreeconfig\n"));
+        assert!(!worktree_config_enabled(
+            "[extensions]\n\tworktreeConfig = false\n"
+        ));
+        assert!(!worktree_config_enabled(
+            "# worktreeConfig = true\n[core]\n"
+        ));
     }
 
     #[test]
