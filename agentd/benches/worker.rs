@@ -550,32 +550,16 @@ fn run_in_child(step: fn(&SandboxSpec) -> bool, spec: &SandboxSpec) -> bool {
 }
 
 /// What Landlock's rule building does besides Landlock itself, on about the same paths: each
-/// opened `O_PATH`, `fstat`ed (by the landlock crate), `stat`ed again (by `add_paths`) and closed.
-/// `/etc`'s entries are the worker's own list; the rest mirrors its system paths and devices.
+/// opened `O_PATH`, `fstat`ed (by `add_paths`, to tell a directory from a file) and closed.
+/// The paths are the worker's own lists (system paths, devices, `/etc` entries).
 fn open_landlock_paths(spec: &SandboxSpec) -> bool {
     use std::os::unix::fs::OpenOptionsExt;
-    let system = [
-        "/usr",
-        "/bin",
-        "/sbin",
-        "/lib",
-        "/lib32",
-        "/lib64",
-        "/libx32",
-        "/opt",
-        "/proc",
-        "/dev/null",
-        "/dev/zero",
-        "/dev/full",
-        "/dev/random",
-        "/dev/urandom",
-        "/dev/tty",
-    ];
+    use tool_worker::lockdown::landlock::{DEVICES, SYSTEM_PATHS};
+    let system = SYSTEM_PATHS.iter().chain(DEVICES);
     let etc = tool_worker::lockdown::landlock::ETC_READABLE
         .iter()
         .map(|p| std::path::Path::new("/etc").join(p));
     let all = system
-        .iter()
         .map(PathBuf::from)
         .chain(etc)
         .chain([spec.tmp_dir.clone(), spec.workspace.clone()]);
@@ -589,7 +573,6 @@ fn open_landlock_paths(spec: &SandboxSpec) -> bool {
             continue;
         };
         let _ = file.metadata();
-        let _ = std::fs::metadata(&path);
         opened += 1;
     }
     // The worker also lists /etc for versioned directories (python3.*, java-*-openjdk).

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 const TARGET_ABI: ABI = ABI::V7;
 
 /// System trees readable and executable in every profile.
-const SYSTEM_PATHS: &[&str] = &[
+pub const SYSTEM_PATHS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
 ];
 
@@ -101,7 +101,7 @@ pub const ETC_SECRETS: &[&str] = &[
 ];
 
 /// Devices a tool may read and write.
-const DEVICES: &[&str] = &[
+pub const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
