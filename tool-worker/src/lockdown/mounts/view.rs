@@ -45,12 +45,7 @@ pub fn protected_names(spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
     }
     let mut out = Vec::new();
     for root in std::iter::once(&spec.workspace).chain(&spec.write_paths) {
-        let found = spec
-            .protected_paths
-            .iter()
-            .flat_map(|pattern| expand(root, pattern))
-            .chain(super::gitconfig::redirects(root));
-        for path in found {
+        for path in found_in(spec, root) {
             if let Ok(rel) = path.strip_prefix(root)
                 && !rel.as_os_str().is_empty()
                 && rel.components().all(|c| matches!(c, Component::Normal(_)))
@@ -62,6 +57,15 @@ pub fn protected_names(spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
     out.sort();
     out.dedup();
     out
+}
+
+/// The existing paths under `root` that are protected: the spec's patterns, and where git
+/// takes config and hooks from besides ([`super::gitconfig::redirects`]). Symlinks not resolved.
+fn found_in<'a>(spec: &'a SandboxSpec, root: &'a Path) -> impl Iterator<Item = PathBuf> + 'a {
+    spec.protected_paths
+        .iter()
+        .flat_map(move |pattern| expand(root, pattern))
+        .chain(super::gitconfig::redirects(root))
 }
 
 /// The protected paths that exist now in `spec`'s writable roots: what a worker locked down now
@@ -148,24 +152,17 @@ pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec
         if tmp.as_deref() == Some(root.path.as_path()) {
             continue;
         }
-        let found_here = spec
-            .protected_paths
-            .iter()
-            .flat_map(|pattern| expand(&root.path, pattern))
-            .chain(super::gitconfig::redirects(&root.path));
-        {
-            for found in found_here {
-                // Follow symlinks: what git reads is the target. A target outside every writable
-                // root is read-only already.
-                let Ok(real) = found.canonicalize() else {
-                    continue;
-                };
-                if writable
-                    .iter()
-                    .any(|w| real.starts_with(&w.path) && real != w.path)
-                {
-                    protected.push(real);
-                }
+        for found in found_in(spec, &root.path) {
+            // Follow symlinks: what git reads is the target. A target outside every writable
+            // root is read-only already.
+            let Ok(real) = found.canonicalize() else {
+                continue;
+            };
+            if writable
+                .iter()
+                .any(|w| real.starts_with(&w.path) && real != w.path)
+            {
+                protected.push(real);
             }
         }
     }
