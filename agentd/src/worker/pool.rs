@@ -66,9 +66,9 @@ struct Warm {
 }
 
 /// What a worker was started against, looked at again when a call would take it: a warm worker
-/// is fresh only while it still matches. A new condition is a field here and a line in
-/// [`Warm::staleness`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// is fresh only while it still matches. (The protected paths it made read-only are in its own
+/// report; [`Warm::staleness`] compares them with those of now.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Basis {
     /// Device and inode of the workspace, taken *before* the worker was started: the worker
     /// enters the workspace (and Landlock grants it) by path at lockdown, so it holds the
@@ -76,9 +76,6 @@ struct Basis {
     /// (`mv ws ws.old && mkdir ws`), the worker would run in the old one. (Taken before the
     /// start, a swap during the start can only make a worker look stale, never fresh.)
     workspace: Option<(u64, u64)>,
-    /// The protected paths that exist: one created after a worker locked down (`git init` in an
-    /// earlier call) is writable to that worker, which must then not serve a call.
-    protected: Vec<std::path::PathBuf>,
 }
 
 impl Basis {
@@ -88,7 +85,6 @@ impl Basis {
             workspace: std::fs::metadata(&template.workspace)
                 .ok()
                 .map(|m| (m.dev(), m.ino())),
-            protected: tool_worker::lockdown::mounts::view::protected_now(template),
         }
     }
 }
@@ -105,8 +101,10 @@ enum Stale {
 }
 
 impl Warm {
-    /// `None` if this worker may serve a call made now (`now` is [`Basis::now`]), else why not.
-    fn staleness(&mut self, now: &Basis) -> Option<Stale> {
+    /// `None` if this worker may serve a call made now (`now` is [`Basis::now`], `protected` the
+    /// protected paths that exist now), else why not. A protected path created after the worker
+    /// locked down (`git init` in an earlier call) would be writable to it.
+    fn staleness(&mut self, now: &Basis, protected_now: &[PathBuf]) -> Option<Stale> {
         if !self.worker.is_alive() {
             return Some(Stale::Died);
         }
@@ -114,7 +112,7 @@ impl Warm {
             return Some(Stale::WorkspaceReplaced);
         }
         let protected = &self.worker.lockdown().protected;
-        if now.protected.iter().any(|p| !protected.contains(p)) {
+        if protected_now.iter().any(|p| !protected.contains(p)) {
             return Some(Stale::Unprotected);
         }
         None
@@ -201,9 +199,10 @@ impl Inner {
     /// temp dirs removed).
     fn take(&self) -> Option<Warm> {
         let now = Basis::now(&self.template);
+        let protected_now = tool_worker::lockdown::mounts::view::protected_now(&self.template);
         let mut state = self.lock();
         while let Some(mut warm) = state.ready.pop_front() {
-            match warm.staleness(&now) {
+            match warm.staleness(&now, &protected_now) {
                 None => return Some(warm),
                 Some(Stale::Died) => {
                     tracing::warn!("a waiting tool-worker died before its call; discarded");
