@@ -281,6 +281,36 @@ async fn bash_output_streams_in_chunks_and_failures_are_results() {
     assert!(r.lockdown.seccomp && r.lockdown.no_new_privs && r.lockdown.capabilities_cleared);
 }
 
+#[tokio::test]
+async fn bash_runs_commands_as_bash_reads_them_with_no_start_up_code_and_default_signals() {
+    let f = Fixture::new("tools-shell");
+    let rc = f.ws.join("rc");
+    std::fs::write(&rc, "echo START-UP FILE RAN\n").unwrap();
+    let mut spec = f.spec();
+    for (name, value) in [
+        ("BASH_ENV", rc.display().to_string()),
+        ("ENV", rc.display().to_string()),
+        ("BASH_FUNC_ls%%", "() { echo EXPORTED FUNCTION RAN; }".to_owned()),
+        ("SHELLOPTS", "xtrace".to_owned()),
+        ("PS4", "$(echo TRACE PROMPT RAN)".to_owned()),
+    ] {
+        spec.env.push(EnvVar {
+            name: name.into(),
+            value,
+        });
+    }
+    // `$'…'` is ANSI-C quoting to bash (dash would print the quotes), `[[` is bash's test, a
+    // broken pipe ends `yes` quietly (SIGPIPE is not left ignored by the worker), and nothing of
+    // the start-up variables runs.
+    let command = r"echo $'a\tb'; [[ x < y ]] && echo ordered; yes | head -1; ls -d /; echo $0";
+    let tool = ToolRequest::Bash(BashRequest {
+        command: command.into(),
+    });
+    let r = run_tool(&worker(), &spec, tool, |_| {}).await.unwrap();
+    assert_eq!(r.content, "a\tb\nordered\ny\n/\nbash\n", "{r:?}");
+    assert_eq!(r.exit_code, Some(0));
+}
+
 fn fake_worker(dir: &Path, name: &str, script: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();

@@ -1,17 +1,20 @@
-//! The bash tool: `sh -c COMMAND` as init of the worker's PID namespace, stdin from /dev/null,
+//! The bash tool: `bash --noprofile --norc -c COMMAND` as init of the worker's PID namespace, stdin from /dev/null,
 //! stdout and stderr merged into one pipe in arrival order, streamed, capped, and killed whole on
 //! timeout.
 
 use crate::channel::Channel;
 use crate::output::Capped;
+use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawn};
+use nix::sys::signal::SigSet;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid, dup2_stderr, dup2_stdin, dup2_stdout, execve, fork, pipe};
+use nix::unistd::{Pid, pipe2};
 use protocol::worker::{FromWorker, LockdownReport, OutputChunk, SandboxSpec, ToolResult};
 use std::ffi::CString;
 use std::io::Read;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 /// Bytes of output streamed to the supervisor as it comes; the rest only reaches the result's
@@ -43,18 +46,7 @@ pub fn run(
     channel: &mut Channel,
 ) -> ToolResult {
     let start = Instant::now();
-    let argv = [cstring("sh"), cstring("-c"), cstring(command)];
-    let env: Vec<CString> = spec
-        .env
-        .iter()
-        .map(|v| cstring(&format!("{}={}", v.name, v.value)))
-        .collect();
-    let shell = cstring("/bin/sh");
-    let devnull = match std::fs::File::open("/dev/null") {
-        Ok(f) => f,
-        Err(e) => return failed(format!("cannot open /dev/null: {e}"), lockdown, start),
-    };
-    let (read_end, write_end) = match pipe() {
+    let (read_end, write_end) = match pipe2(OFlag::O_CLOEXEC) {
         Ok(p) => p,
         Err(e) => {
             return failed(
@@ -64,33 +56,11 @@ pub fn run(
             );
         }
     };
-    // SAFETY: the worker is single-threaded, so the child may run any code; it only sets up its
-    // descriptors and execs (or exits).
-    let child = match unsafe { fork() } {
-        Ok(ForkResult::Child) => {
-            let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-            let ok = dup2_stdin(devnull.as_fd()).is_ok()
-                && dup2_stdout(write_end.as_fd()).is_ok()
-                && dup2_stderr(write_end.as_fd()).is_ok();
-            if ok {
-                drop(read_end);
-                drop(write_end);
-                let _ = execve(&shell, &argv, &env);
-            }
-            // SAFETY: _exit is async-signal-safe and skips destructors meant for the parent.
-            unsafe { libc::_exit(127) }
-        }
-        Ok(ForkResult::Parent { child }) => child,
-        Err(e) => {
-            return failed(
-                format!("cannot start the command: fork: {e}"),
-                lockdown,
-                start,
-            );
-        }
+    let child = match spawn(command, spec, write_end.as_fd()) {
+        Ok(child) => child,
+        Err(message) => return failed(message, lockdown, start),
     };
     drop(write_end);
-    drop(devnull);
 
     let timeout = Duration::from_millis(spec.limits.timeout_ms);
     let deadline = start + timeout;
@@ -119,6 +89,79 @@ pub fn run(
         duration_ms: start.elapsed().as_millis() as u64,
         lockdown,
     }
+}
+
+/// The shell that runs every command: bash, the grammar the policy parses, at a fixed path.
+pub const SHELL: &str = "/bin/bash";
+
+/// Variables bash would read to run code or change how it parses before the command runs
+/// (start-up files, exported functions, options, the trace prompt): never passed to it, whatever
+/// the spec says, so the command runs as the policy read it.
+fn shell_may_see(name: &str) -> bool {
+    !matches!(
+        name,
+        "BASH_ENV"
+            | "ENV"
+            | "SHELLOPTS"
+            | "BASHOPTS"
+            | "PS4"
+            | "IFS"
+            | "CDPATH"
+            | "GLOBIGNORE"
+            | "PROMPT_COMMAND"
+            | "BASH_XTRACEFD"
+            | "EXECIGNORE"
+            | "POSIXLY_CORRECT"
+    ) && !name.starts_with("BASH_FUNC_")
+}
+
+/// Starts `bash --noprofile --norc -c COMMAND` with stdin from /dev/null and stdout and stderr
+/// into `out`. `posix_spawn` (a vfork, not a copy of the worker) with every signal back to its
+/// default disposition and none blocked: the worker ignores SIGPIPE, and an ignored signal would
+/// survive the exec (`yes | head -1` would then complain of a broken pipe instead of ending).
+fn spawn(command: &str, spec: &SandboxSpec, out: BorrowedFd<'_>) -> Result<Pid, String> {
+    if let Err(e) = nix::unistd::access(SHELL, nix::unistd::AccessFlags::X_OK) {
+        return Err(format!(
+            "cannot run the command: {SHELL}: {e}. Commands run with bash, the grammar the policy \
+             judges them by; install bash to run commands"
+        ));
+    }
+    let argv = [
+        cstring("bash"),
+        cstring("--noprofile"),
+        cstring("--norc"),
+        cstring("-c"),
+        cstring(command),
+    ];
+    let env: Vec<CString> = spec
+        .env
+        .iter()
+        .filter(|v| shell_may_see(&v.name))
+        .map(|v| cstring(&format!("{}={}", v.name, v.value)))
+        .collect();
+    let devnull =
+        std::fs::File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    let failed = |what: &str, e: nix::Error| format!("cannot start the command: {what}: {e}");
+    let mut actions = PosixSpawnFileActions::init().map_err(|e| failed("file actions", e))?;
+    for (fd, target) in [
+        (devnull.as_raw_fd(), 0),
+        (out.as_raw_fd(), 1),
+        (out.as_raw_fd(), 2),
+    ] {
+        actions
+            .add_dup2(fd, target)
+            .map_err(|e| failed("file actions", e))?;
+    }
+    let mut attr = PosixSpawnAttr::init().map_err(|e| failed("attributes", e))?;
+    attr.set_sigdefault(&SigSet::all())
+        .and_then(|()| attr.set_sigmask(&SigSet::empty()))
+        .and_then(|()| {
+            attr.set_flags(
+                PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK,
+            )
+        })
+        .map_err(|e| failed("attributes", e))?;
+    posix_spawn(SHELL, &actions, &attr, &argv, &env).map_err(|e| failed(SHELL, e))
 }
 
 /// The command's output as it is collected.
