@@ -143,12 +143,22 @@ async fn serve(script: VecDeque<Vec<Value>>) -> Result<String> {
     Ok(format!("http://{addr}/v1"))
 }
 
-fn print_event(event: &Event, out: &Mutex<std::io::Stdout>) {
+/// Whether stdout takes styling: a terminal, and `NO_COLOR` unset or empty (no-color.org).
+fn styled() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn print_event(event: &Event, out: &Mutex<std::io::Stdout>, styled: bool) {
     let Ok(mut out) = out.lock() else { return };
     match event {
-        // Our own bold around the model's text, which is made inert like the tools' output.
-        Event::AssistantTextDelta(d) => {
+        // Our own bold around the model's text (at a terminal), which is made inert like the
+        // tools' output.
+        Event::AssistantTextDelta(d) if styled => {
             let _ = write!(out, "\x1b[1m{}\x1b[0m", inert(&d.text));
+        }
+        Event::AssistantTextDelta(d) => {
+            let _ = write!(out, "{}", inert(&d.text));
         }
         Event::ToolCallStarted(s) => {
             let _ = writeln!(
@@ -226,7 +236,8 @@ pub fn run() -> Result<i32> {
             approvals: AtomicU64::new(0),
         });
         let out = Arc::new(Mutex::new(std::io::stdout()));
-        let emit: Emit = Arc::new(move |e: Event| print_event(&e, &out));
+        let styled = styled();
+        let emit: Emit = Arc::new(move |e: Event| print_event(&e, &out, styled));
         let mut agent = Agent::new(
             provider,
             settings.model.clone(),

@@ -290,7 +290,10 @@ async fn bash_runs_commands_as_bash_reads_them_with_no_start_up_code_and_default
     for (name, value) in [
         ("BASH_ENV", rc.display().to_string()),
         ("ENV", rc.display().to_string()),
-        ("BASH_FUNC_ls%%", "() { echo EXPORTED FUNCTION RAN; }".to_owned()),
+        (
+            "BASH_FUNC_ls%%",
+            "() { echo EXPORTED FUNCTION RAN; }".to_owned(),
+        ),
         ("SHELLOPTS", "xtrace".to_owned()),
         ("PS4", "$(echo TRACE PROMPT RAN)".to_owned()),
     ] {

@@ -620,6 +620,10 @@ fn the_demo_runs_offline_and_shows_every_part() {
             "the demo does not show {shown:?}:\n{text}"
         );
     }
+    assert!(
+        !text.contains('\x1b'),
+        "piped, the demo prints no escape codes:\n{text:?}"
+    );
 }
 
 #[test]
