@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod demo;
 pub mod inert;
 pub mod providers;

@@ -574,6 +574,53 @@ fn stream_json_prints_the_protocols_events_in_sequence() {
 }
 
 #[test]
+fn the_projects_agents_md_reaches_the_model_labelled_and_a_symlinked_one_does_not() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let f = Format::OpenAi;
+    for planted in [false, true] {
+        let mock = rt.block_on(MockLlm::start(vec![f.answer("done")]));
+        let ws = fixture();
+        let secret = ws.0.join("secret.txt");
+        std::fs::write(&secret, "SECRET-TOKEN-42\n").unwrap();
+        if planted {
+            std::os::unix::fs::symlink(&secret, ws.0.join("AGENTS.md")).unwrap();
+        } else {
+            std::fs::write(
+                ws.0.join("AGENTS.md"),
+                "Run python3 test_add.py before answering.\n",
+            )
+            .unwrap();
+        }
+        let run = agent_run(&mock, f, &ws, &["--output-format", "json"]);
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        let system = mock.requests()[0].body["messages"][0].clone();
+        assert_eq!(system["role"], "system");
+        let text = system["content"].as_str().unwrap_or_default();
+        assert!(
+            text.contains(&ws.0.display().to_string()),
+            "names the workspace: {text}"
+        );
+        if planted {
+            assert!(
+                !text.contains("SECRET-TOKEN-42") && !text.contains("# AGENTS.md"),
+                "{text}"
+            );
+            assert!(
+                run.stderr.contains("AGENTS.md") && run.stderr.contains("symbolic link"),
+                "warned: {}",
+                run.stderr
+            );
+        } else {
+            assert!(
+                text.contains("this project's instructions")
+                    && text.contains("Run python3 test_add.py before answering."),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_missing_model_setting_says_which_and_where() {
     let home = Dir::new("home-empty", As::Root);
     let out = std::process::Command::new(binary("agent"))

@@ -15,7 +15,7 @@ pub fn specs() -> &'static [ToolSpec] {
         let spec = |name: &str, description: &str, parameters: Value| ToolSpec { name: name.into(), description: description.into(), parameters };
         let path = json!({"type": "string", "minLength": 1, "description": "relative to the workspace, or absolute"});
         vec![
-            spec("bash", "Run a shell command (sh -c) in the workspace. Output is stdout and stderr merged, capped.", json!({
+            spec("bash", "Run a command with bash (bash -c, no rc files) in the workspace. Output is stdout and stderr merged, capped.", json!({
                 "type": "object", "additionalProperties": false, "required": ["command"],
                 "properties": {"command": {"type": "string", "minLength": 1}}
             })),

@@ -82,16 +82,6 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-/// The system prompt.
-pub fn system_prompt(workspace: &std::path::Path) -> String {
-    format!(
-        "You are a coding agent working in the repository at {}. Use the tools to read, run and edit; \
-         every tool runs in a sandbox that can only write inside the repository. Tool arguments are JSON \
-         objects. When the task is done, answer briefly without calling tools.",
-        workspace.display()
-    )
-}
-
 impl Agent {
     /// A new session.
     pub fn new(
@@ -101,9 +91,15 @@ impl Agent {
         limits: Limits,
         emit: Emit,
     ) -> Self {
+        let workspace = &dispatcher.workers.sandbox().workspace;
+        let (instructions, skipped) =
+            crate::context::instructions::load(dispatcher.home.as_deref(), workspace);
+        for s in &skipped {
+            tracing::warn!("{s}");
+        }
         let system = Message::text(
             Role::System,
-            system_prompt(&dispatcher.workers.sandbox().workspace),
+            crate::context::prompt::system_prompt(workspace, &instructions),
         );
         Self {
             provider,

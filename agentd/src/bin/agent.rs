@@ -22,6 +22,7 @@ fn main() {
     // Started as a tool-worker (by ourselves)? Then nothing else may happen first.
     agentd::worker::spawn::run_as_worker_if_asked();
     let cli = Cli::parse();
+    agentd::cli::init_logging();
     // The process holds the API key: no core dumps, /proc/<pid>/{environ,mem} closed.
     let _ = nix::sys::prctl::set_dumpable(false);
     let result = match cli.command {

@@ -29,6 +29,7 @@ fn main() {
     // Started as a tool-worker (by ourselves)? Then nothing else may happen first.
     agentd::worker::spawn::run_as_worker_if_asked();
     let cli = Cli::parse();
+    agentd::cli::init_logging();
     // The supervisor holds keys and config: no core dumps, and /proc/<pid>/{environ,mem} closed to
     // other processes of the same uid, tool-workers included.
     let _ = nix::sys::prctl::set_dumpable(false);

@@ -4,3 +4,17 @@
 pub mod policy_check;
 pub mod run;
 pub mod sandbox;
+
+/// Logs to stderr for a command-line binary: warnings and errors by default (a skipped
+/// `AGENTS.md`, a cgroup left behind), more with `AGENTD_LOG` (`info`, `debug`, `agentd=trace`, …
+/// in `tracing-subscriber`'s filter syntax).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}

@@ -19,23 +19,62 @@ const MAX_INCLUDE_DEPTH: usize = 10;
 /// The text of the regular file at `path`, if it is one: no symlink followed, no FIFO or device
 /// waited on, at most [`MAX_CONFIG_BYTES`].
 pub fn read_small(path: &Path) -> Option<String> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .ok()?;
-    read_opened(file)
+    read_regular(path, MAX_CONFIG_BYTES).ok().map(|r| r.text)
 }
 
 /// The text of `file`, opened by the caller (non-blocking, not through a symlink), if it is a
 /// regular file; at most [`MAX_CONFIG_BYTES`].
 pub fn read_opened(file: std::fs::File) -> Option<String> {
-    if !file.metadata().ok()?.is_file() {
-        return None;
+    read_opened_capped(file, MAX_CONFIG_BYTES)
+        .ok()
+        .map(|r| r.text)
+}
+
+/// What [`read_regular`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bounded {
+    /// The text, up to the bound (cut at a character boundary).
+    pub text: String,
+    /// Whether the file held more than the bound.
+    pub truncated: bool,
+}
+
+/// Reads the regular file at `path` for a process that must not be steered by whoever wrote the
+/// directory: no symlink followed in the last component, no FIFO or device waited on, at most
+/// `max` bytes. Errors say why: `InvalidInput` for something other than a regular file,
+/// `InvalidData` for text that is not UTF-8, else the open's own error (`NotFound`, `ELOOP` for
+/// a symlink).
+pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Bounded> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    read_opened_capped(file, max)
+}
+
+fn read_opened_capped(file: std::fs::File, max: u64) -> std::io::Result<Bounded> {
+    use std::io::{Error, ErrorKind};
+    if !file.metadata()?.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
     }
-    let mut text = String::new();
-    file.take(MAX_CONFIG_BYTES).read_to_string(&mut text).ok()?;
-    Some(text)
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    let truncated = bytes.len() as u64 > max;
+    if truncated {
+        bytes.truncate(usize::try_from(max).unwrap_or(usize::MAX));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        // A cut in the middle of a character is ours, not the file's.
+        Err(e) if truncated && e.utf8_error().error_len().is_none() => {
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).map_err(|e| Error::new(ErrorKind::InvalidData, e))?
+        }
+        Err(e) => return Err(Error::new(ErrorKind::InvalidData, e)),
+    };
+    Ok(Bounded { text, truncated })
 }
 
 /// One `key = value` of a git config: section and key lowercased (the subsection is dropped).

@@ -1,0 +1,100 @@
+//! The system prompt: what the agent is, how to use its tools well, what the sandbox does and
+//! what its refusals look like, then the user's and the project's `AGENTS.md`, each labelled.
+
+use super::instructions::{Instructions, Source};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The fixed part: the agent, the tools, the sandbox.
+const BASE: &str = "\
+You are a coding agent. You work in the repository at {workspace} on the user's task: read what \
+you need, run commands, edit files, check your work by running the project's tests or build, and \
+answer briefly when the task is done (without calling tools).
+
+Tools:
+- read_file reads a text file with line numbers; for long files pass offset and limit. Prefer it, \
+list_dir, glob and grep to shell commands for looking at files.
+- str_replace changes exact text that occurs once (or every occurrence with replace_all); read the \
+file first and copy the text exactly, indentation included. write_file replaces a whole file: use \
+it for new files.
+- bash runs one command line with bash (no rc files, no aliases) in the repository, with stdout and \
+stderr merged and capped, and a timeout: keep commands non-interactive and bounded (pass a test \
+filter, pipe long output through head).
+Tool arguments are one JSON object. A tool error is an answer, not the end: read it and adjust.
+
+Sandbox: every tool call runs in a fresh, locked-down process. It can write only inside the \
+repository and its own temporary directory ($TMPDIR); the rest of the machine is read-only, homes \
+and other users' files are hidden, .git/hooks and .git/config cannot be changed, and there is no \
+network unless the user allowed it. \"Permission denied\", \"Read-only file system\" or \"Operation \
+not permitted\" on something outside those limits is the sandbox, not a bug to work around: do \
+not retry it another way; do the work inside the repository or tell the user what you need. Some \
+calls wait for the user's approval, and a call the user or the policy refused says so: respect it.
+";
+
+/// The system prompt for a session in `workspace` with these `AGENTS.md` files.
+pub fn system_prompt(workspace: &Path, instructions: &[Instructions]) -> String {
+    let mut prompt = BASE.replace("{workspace}", &workspace.display().to_string());
+    for i in instructions {
+        let whose = match i.source {
+            Source::User => "the user's own instructions, for every project",
+            Source::Workspace => "this project's instructions",
+        };
+        let _ = write!(
+            prompt,
+            "\n# AGENTS.md: {whose} ({})\n\n{}\n",
+            i.path.display(),
+            i.text.trim_end()
+        );
+        if i.truncated {
+            let _ = writeln!(
+                prompt,
+                "[… cut at {} KiB; read the rest with read_file if it is in the repository]",
+                super::instructions::MAX_INSTRUCTIONS_BYTES / 1024
+            );
+        }
+    }
+    prompt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn names_the_workspace_and_labels_each_agents_md_user_first() {
+        let file = |source, path: &str, text: &str| Instructions {
+            source,
+            path: PathBuf::from(path),
+            text: text.into(),
+            truncated: false,
+        };
+        let prompt = system_prompt(
+            Path::new("/home/ana/proj"),
+            &[
+                file(
+                    Source::User,
+                    "/home/ana/.agents/AGENTS.md",
+                    "Use British spelling.\n",
+                ),
+                file(
+                    Source::Workspace,
+                    "/home/ana/proj/AGENTS.md",
+                    "Run `make test`.\n",
+                ),
+            ],
+        );
+        assert!(prompt.contains("repository at /home/ana/proj "));
+        assert!(
+            prompt.contains("Permission denied"),
+            "says what the sandbox's refusals look like"
+        );
+        let user = prompt
+            .find("the user's own instructions")
+            .unwrap_or(usize::MAX);
+        let project = prompt.find("this project's instructions").unwrap_or(0);
+        assert!(user < project, "the user's first:\n{prompt}");
+        assert!(prompt.contains("(/home/ana/proj/AGENTS.md)\n\nRun `make test`."));
+        assert!(!system_prompt(Path::new("/w"), &[]).contains("AGENTS.md"));
+    }
+}
