@@ -13,4 +13,5 @@ pub mod demo;
 pub mod inert;
 pub mod providers;
 pub mod settings;
+pub mod store;
 pub mod worker;

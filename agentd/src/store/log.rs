@@ -1,0 +1,222 @@
+//! The writer of one session's log: it assigns sequence numbers, writes one record per `write`,
+//! and holds an exclusive lock on the log for as long as it lives.
+
+use super::read::{self, Loaded};
+use super::{FORMAT_VERSION, Store, StoreError, io_err};
+use nix::fcntl::{Flock, FlockArg};
+use protocol::event::Event;
+use protocol::ids::{Seq, SessionId};
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The log's file name inside a session's directory.
+pub const LOG_FILE: &str = "log.jsonl";
+/// The directory of a session's spilled tool outputs.
+pub const SPILL_DIR: &str = "spill";
+
+/// The first line of a log: what the session is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// The format version ([`FORMAT_VERSION`]); its name marks the file as a session log.
+    pub agentd_session: u32,
+    /// The session's id (also its directory's name).
+    pub id: SessionId,
+    /// The directory the agent works in.
+    pub workspace: PathBuf,
+    /// The model, as configured when the session was created.
+    pub model: String,
+    /// The uid that owns the session.
+    pub owner_uid: u32,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_unix_ms: u64,
+}
+
+/// One event as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Its sequence number: 1, then +1 per record.
+    pub seq: Seq,
+    /// When it was written, milliseconds since the Unix epoch.
+    pub unix_ms: u64,
+    /// What happened.
+    pub event: Event,
+}
+
+/// The open log of one session, locked against every other writer.
+#[derive(Debug)]
+pub struct SessionLog {
+    id: SessionId,
+    path: PathBuf,
+    file: Flock<File>,
+    next: u64,
+    unsynced: bool,
+}
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Opens `path` for appending and takes its exclusive lock, or says who has it.
+pub(crate) fn lock(path: &Path, id: &SessionId) -> Result<Flock<File>, StoreError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io_err(path))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
+        if errno == nix::errno::Errno::EWOULDBLOCK {
+            StoreError::InUse {
+                id: id.as_str().to_owned(),
+                path: path.to_path_buf(),
+            }
+        } else {
+            StoreError::Io {
+                path: path.to_path_buf(),
+                source: errno.into(),
+            }
+        }
+    })
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+impl SessionLog {
+    /// A new session in `store`: a fresh id, its directory (0700) and log (0600) created
+    /// exclusively, the header written and synced.
+    pub fn create(
+        store: &Store,
+        workspace: &Path,
+        model: &str,
+        owner_uid: u32,
+    ) -> Result<(Self, Header), StoreError> {
+        let created_unix_ms = now_ms();
+        let (id, dir) = loop {
+            let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+            let id = SessionId::new(format!("s-{created_unix_ms}-{}-{n}", std::process::id()))
+                .map_err(|e| io_err(store.root())(std::io::Error::other(e.to_string())))?;
+            let dir = store.dir_of(&id);
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => break (id, dir),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io_err(&dir)(e)),
+            }
+        };
+        let path = dir.join(LOG_FILE);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        let file = lock(&path, &id)?;
+        let header = Header {
+            agentd_session: FORMAT_VERSION,
+            id: id.clone(),
+            workspace: workspace.to_path_buf(),
+            model: model.to_owned(),
+            owner_uid,
+            created_unix_ms,
+        };
+        let mut log = Self {
+            id,
+            path,
+            file,
+            next: 1,
+            unsynced: false,
+        };
+        log.write_line(&header)?;
+        log.sync()?;
+        // The new directory entry itself survives a power cut only once its parent is synced.
+        File::open(store.root())
+            .and_then(|d| d.sync_all())
+            .map_err(io_err(store.root()))?;
+        Ok((log, header))
+    }
+
+    /// Reopens session `id` to go on with it: locks its log, loads it, and cuts off a torn last
+    /// line (reported in the loaded warnings) so the next record starts on a line of its own.
+    pub fn reopen(store: &Store, id: &SessionId) -> Result<(Self, Loaded), StoreError> {
+        let path = store.dir_of(id).join(LOG_FILE);
+        if !path.exists() {
+            return Err(StoreError::NotFound {
+                id: id.as_str().to_owned(),
+                dir: store.root().to_path_buf(),
+            });
+        }
+        let file = lock(&path, id)?;
+        let loaded = read::load(&path)?;
+        if let Some(torn) = &loaded.torn {
+            file.set_len(torn.valid_bytes).map_err(io_err(&path))?;
+            file.sync_all().map_err(io_err(&path))?;
+        }
+        let next = loaded.records.last().map_or(1, |r| r.seq.0 + 1);
+        let log = Self {
+            id: id.clone(),
+            path,
+            file,
+            next,
+            unsynced: false,
+        };
+        Ok((log, loaded))
+    }
+
+    /// Appends `event` with the next sequence number, in one write; returns that number. Not yet
+    /// synced: call [`SessionLog::sync`] at the step's end.
+    pub fn append(&mut self, event: &Event) -> Result<Seq, StoreError> {
+        let seq = Seq(self.next);
+        self.write_line(&Record {
+            seq,
+            unix_ms: now_ms(),
+            event: event.clone(),
+        })?;
+        self.next += 1;
+        Ok(seq)
+    }
+
+    /// Makes everything appended so far durable (`fdatasync`), if anything was.
+    pub fn sync(&mut self) -> Result<(), StoreError> {
+        if self.unsynced {
+            self.file.sync_data().map_err(io_err(&self.path))?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+
+    /// The session.
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// The sequence number of the newest record (0 before the first).
+    pub fn last_seq(&self) -> Seq {
+        Seq(self.next - 1)
+    }
+
+    /// The session's spill directory, created (0700) on first use.
+    pub fn spill_dir(&self) -> Result<PathBuf, StoreError> {
+        let dir = self.path.with_file_name(SPILL_DIR);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(&dir)
+            .map_err(io_err(&dir))?;
+        Ok(dir)
+    }
+
+    fn write_line(&mut self, value: &impl Serialize) -> Result<(), StoreError> {
+        let mut line =
+            serde_json::to_vec(value).map_err(|e| io_err(&self.path)(std::io::Error::other(e)))?;
+        line.push(b'\n');
+        // One write for the whole line (O_APPEND): a crash tears at most this line.
+        (&*self.file).write_all(&line).map_err(io_err(&self.path))?;
+        self.unsynced = true;
+        Ok(())
+    }
+}

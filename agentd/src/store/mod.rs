@@ -1,0 +1,145 @@
+//! Sessions on disk: one append-only log per session, JSON lines, one record per event, under a
+//! state directory (`$XDG_STATE_HOME/agentd` for a user; the daemon's `--state-dir`).
+//!
+//! ```text
+//! <state>/sessions/<id>/log.jsonl    line 1: the header; then {"seq":N,"unix_ms":T,"event":{…}}
+//! <state>/sessions/<id>/spill/       whole tool outputs too big for the context
+//! ```
+//!
+//! * [`log`]: the writer. It alone assigns sequence numbers; it holds an exclusive `flock` on
+//!   the log (one writer per session, across processes), writes each record with one `write`
+//!   (so a `kill -9` can tear at most the last line), and `fsync`s at step boundaries.
+//! * [`read`]: loading a log — a torn last line (a crash mid-write) is ignored with a warning,
+//!   and cut off before the writer appends again; any other bad line, or a log written by
+//!   another format version, is an error naming the file and the line.
+//! * [`list`]: the sessions of a state directory, each log read whole (a few ms for a long
+//!   session; an index is the next step if listings of thousands of sessions get slow).
+//!
+//! The format is documented in `docs/sessions.md`. Many readers may read a log while its writer
+//! appends: a reader that meets a line without its newline treats it as not yet written.
+
+pub mod list;
+pub mod log;
+pub mod read;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+/// The version of the log format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// What went wrong with the session store, naming the file (and line) at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file or directory could not be used.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// No session by that id in this state directory.
+    #[error("no session {id} in {dir}")]
+    NotFound {
+        /// The id asked for.
+        id: String,
+        /// The state directory searched.
+        dir: PathBuf,
+    },
+    /// Another process is writing this session.
+    #[error("session {id} is in use by another process ({path} is locked)")]
+    InUse {
+        /// The session.
+        id: String,
+        /// Its log.
+        path: PathBuf,
+    },
+    /// A line that is not a record of this format (not the torn last line of a crash).
+    #[error("{path}:{line}: {why}")]
+    Corrupt {
+        /// The log.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A log written by another version of the format.
+    #[error(
+        "{path}:1: this session log has format version {found}; this agentd reads version {FORMAT_VERSION}"
+    )]
+    Version {
+        /// The log.
+        path: PathBuf,
+        /// The version it says.
+        found: u64,
+    },
+}
+
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A state directory's session store.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    /// The store under `state_dir`, creating `state_dir/sessions` (mode 0700) if needed.
+    pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let root = state_dir.join("sessions");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&root)
+            .map_err(io_err(&root))?;
+        Ok(Self { root })
+    }
+
+    /// The default state directory of this user: `$XDG_STATE_HOME/agentd`, else
+    /// `~/.local/state/agentd`; `None` with neither variable set.
+    pub fn default_dir() -> Option<PathBuf> {
+        let from = |var: &str| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        from("XDG_STATE_HOME")
+            .filter(|p| p.is_absolute())
+            .map(|p| p.join("agentd"))
+            .or_else(|| from("HOME").map(|h| h.join(".local/state/agentd")))
+    }
+
+    /// Where sessions live.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory of session `id`.
+    pub fn dir_of(&self, id: &protocol::ids::SessionId) -> PathBuf {
+        self.root.join(id.as_str())
+    }
+
+    /// Deletes session `id`: its log and its spill files. A session being written is refused.
+    pub fn delete(&self, id: &protocol::ids::SessionId) -> Result<(), StoreError> {
+        let dir = self.dir_of(id);
+        let log_path = dir.join(log::LOG_FILE);
+        if !log_path.exists() {
+            return Err(StoreError::NotFound {
+                id: id.as_str().to_owned(),
+                dir: self.root.clone(),
+            });
+        }
+        // Holding the lock while removing: no writer can be in the middle of a step.
+        let _lock = log::lock(&log_path, id)?;
+        std::fs::remove_dir_all(&dir).map_err(io_err(&dir))
+    }
+}
