@@ -82,7 +82,7 @@ impl Store {
                 Err(e) => errors.push(e),
             }
         }
-        found.sort_by(|a, b| b.last_activity_unix_ms.cmp(&a.last_activity_unix_ms));
+        found.sort_by_key(|s| std::cmp::Reverse(s.last_activity_unix_ms));
         (found, errors)
     }
 }
