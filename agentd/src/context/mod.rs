@@ -7,8 +7,13 @@
 //! component, only if regular, up to a bound, and a file that cannot be used is skipped with a
 //! warning that names it — never a reason to refuse the session.
 
+pub mod compact;
+pub mod fit;
+pub mod history;
 pub mod instructions;
 pub mod prompt;
+#[cfg(test)]
+mod props;
 pub mod skills;
 
 /// A file that was skipped, and why; shown to the user, never to the model.
