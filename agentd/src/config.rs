@@ -1,5 +1,5 @@
 //! The config file (`/etc/agentd/config.toml`, `$XDG_CONFIG_HOME/agentd/config.toml`, or
-//! `--config`): `[provider]`, `[policy]` and `[sandbox]`. Unknown sections and keys are errors that name
+//! `--config`): `[provider]`, `[policy]`, `[sandbox]` and `[server]`. Unknown sections and keys are errors that name
 //! the key, the file and the line — a typo never silently falls back to a default.
 
 use serde::Deserialize;
@@ -15,6 +15,42 @@ pub struct ConfigFile {
     pub policy: Option<toml::Table>,
     /// The sandbox every call gets.
     pub sandbox: Option<SandboxSection>,
+    /// The daemon's socket server (`agentd serve`).
+    pub server: Option<ServerSection>,
+}
+
+/// `[server]`: the bounds of `agentd serve`; each key defaults to [`crate::server::Limits`].
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// Clients connected at once.
+    pub max_connections: Option<usize>,
+    /// Largest frame payload, bytes.
+    pub max_frame_bytes: Option<usize>,
+    /// How long a client has for its hello, milliseconds.
+    pub handshake_timeout_ms: Option<u64>,
+    /// Frames queued for one client before it is dropped as too slow.
+    pub outgoing_queue: Option<usize>,
+    /// Sessions one uid may have.
+    pub max_sessions_per_uid: Option<usize>,
+    /// A group whose members may list every user's sessions.
+    pub admin_group: Option<String>,
+}
+
+impl ServerSection {
+    /// The limits, these keys over the defaults.
+    pub fn limits(&self) -> crate::server::Limits {
+        let d = crate::server::Limits::default();
+        crate::server::Limits {
+            max_connections: self.max_connections.unwrap_or(d.max_connections),
+            max_frame_bytes: self.max_frame_bytes.unwrap_or(d.max_frame_bytes),
+            handshake_timeout: self
+                .handshake_timeout_ms
+                .map_or(d.handshake_timeout, std::time::Duration::from_millis),
+            outgoing_queue: self.outgoing_queue.unwrap_or(d.outgoing_queue),
+            max_sessions_per_uid: self.max_sessions_per_uid.unwrap_or(d.max_sessions_per_uid),
+        }
+    }
 }
 
 /// `[sandbox]`: what the calls' sandbox grants beyond the workspace, and what it protects in it.

@@ -12,6 +12,7 @@ pub mod context;
 pub mod demo;
 pub mod inert;
 pub mod providers;
+pub mod server;
 pub mod settings;
 pub mod store;
 pub mod worker;

@@ -70,6 +70,16 @@ impl<R> FrameReader<R> {
     pub fn decoder(&self) -> FrameDecoder {
         self.decoder
     }
+
+    /// Reads from `f(stream)` instead, keeping the bytes already buffered — a client may send
+    /// its first request right behind its hello (a server splits the stream after the handshake).
+    pub fn map_inner<S>(self, f: impl FnOnce(R) -> S) -> FrameReader<S> {
+        FrameReader {
+            inner: f(self.inner),
+            buf: self.buf,
+            decoder: self.decoder,
+        }
+    }
 }
 
 impl<R: std::io::Read> FrameReader<R> {

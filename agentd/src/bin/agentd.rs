@@ -17,6 +17,8 @@ enum Command {
     Policy(PolicyCommand),
     /// Run a command in a real tool-worker sandbox, as a bash tool call would, and show the result.
     Sandbox(agentd::cli::sandbox::SandboxArgs),
+    /// Serve the control socket (docs/protocol.md) until SIGINT or SIGTERM.
+    Serve(agentd::cli::serve::ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -36,6 +38,7 @@ fn main() {
     let result = match cli.command {
         Command::Policy(PolicyCommand::Check(args)) => agentd::cli::policy_check::run(args),
         Command::Sandbox(args) => agentd::cli::sandbox::run(args),
+        Command::Serve(args) => agentd::cli::serve::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -20,6 +20,12 @@ pub struct Summary {
     pub title: Option<String>,
     /// The directory it works in.
     pub workspace: PathBuf,
+    /// Who owns it.
+    pub owner_uid: u32,
+    /// The model it was created with.
+    pub model: String,
+    /// When it was created, milliseconds since the Unix epoch.
+    pub created_unix_ms: u64,
     /// The newest write to its log, milliseconds since the Unix epoch.
     pub last_activity_unix_ms: u64,
     /// Where it stands.
@@ -120,6 +126,9 @@ fn summary(path: &std::path::Path, loaded: &Loaded) -> Summary {
         id: loaded.header.id.as_str().to_owned(),
         title,
         workspace: loaded.header.workspace.clone(),
+        owner_uid: loaded.header.owner_uid,
+        model: loaded.header.model.clone(),
+        created_unix_ms: loaded.header.created_unix_ms,
         last_activity_unix_ms,
         status,
         last_seq: loaded.records.last().map_or(0, |r| r.seq.0),

@@ -1,0 +1,97 @@
+//! `agentd serve`: the daemon's control socket.
+
+use crate::server::{self, Server, listen, sessions::Sessions};
+use crate::store::Store;
+use anyhow::Context as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Arguments of `agentd serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The socket to listen on [default: /run/agentd/agentd.sock as root, else
+    /// $XDG_RUNTIME_DIR/agentd/agentd.sock; ignored under socket activation].
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// A config file; its [server] section sets the limits (max_connections, max_frame_bytes,
+    /// handshake_timeout_ms, outgoing_queue, max_sessions_per_uid, admin_group).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where sessions are kept [default: /var/lib/agentd as root, else $XDG_STATE_HOME/agentd].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
+    // Before any thread exists: the activation variables are read and removed here.
+    let activated = listen::activated();
+    let defaults = match (&args.socket, &args.state_dir) {
+        (Some(_), Some(_)) => None,
+        _ => Some(listen::defaults().map_err(anyhow::Error::msg)?),
+    };
+    let section = match &args.config {
+        Some(path) => crate::config::load(path)?.0.server.unwrap_or_default(),
+        None => crate::config::ServerSection::default(),
+    };
+    let admin_gid = match &section.admin_group {
+        Some(name) => Some(
+            nix::unistd::Group::from_name(name)
+                .ok()
+                .flatten()
+                .with_context(|| format!("server.admin_group: no group named {name:?}"))?
+                .gid
+                .as_raw(),
+        ),
+        None => None,
+    };
+    let state_dir = args
+        .state_dir
+        .or_else(|| defaults.as_ref().map(|d| d.state_dir.clone()))
+        .context("no state directory")?;
+    let store = Store::open(&state_dir)?;
+    let (listener, shown) = match activated {
+        Some(l) => (l, "the socket systemd passed".to_owned()),
+        None => {
+            let path = args
+                .socket
+                .or_else(|| defaults.as_ref().map(|d| d.socket.clone()))
+                .context("no socket path")?;
+            let system = nix::unistd::geteuid().is_root();
+            (
+                listen::bind(&path, system).map_err(anyhow::Error::msg)?,
+                path.display().to_string(),
+            )
+        }
+    };
+    listener.set_nonblocking(true)?;
+    let server = Arc::new(Server::new(
+        section.limits(),
+        Sessions::new(store, admin_gid),
+    ));
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::UnixListener::from_std(listener)?;
+        eprintln!(
+            "agentd: listening on {shown}; sessions in {}",
+            state_dir.display()
+        );
+        server::serve(listener, server, stop_signal()).await;
+        anyhow::Ok(())
+    })?;
+    Ok(0)
+}
+
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

@@ -1,0 +1,132 @@
+//! One client, from hello to close. Reading and writing are separate tasks joined by a bounded
+//! queue: responses and events are queued without waiting, and a client that stops reading is
+//! dropped when its queue is full instead of stalling whoever produces for it.
+
+use super::Server;
+use protocol::Encoding;
+use protocol::control::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
+use protocol::frame::{FrameDecoder, FrameError};
+use protocol::handshake::PeerIdentity;
+use protocol::io::{FrameReader, IoError, server_handshake, write_message};
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
+
+/// Who is at the other end, as the kernel says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// Their uid.
+    pub uid: u32,
+    /// Their primary gid.
+    pub gid: u32,
+    /// Their pid, when the kernel knows it.
+    pub pid: Option<i32>,
+}
+
+fn server_name() -> String {
+    format!("agentd {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Tells a client over the connection limit so, and closes.
+pub async fn refuse(stream: UnixStream, server: &Server) {
+    let mut stream = stream;
+    let frame = ErrorFrame::new(
+        ErrorCode::Forbidden,
+        format!(
+            "too many clients connected (the limit is {}); try again later",
+            server.limits.max_connections
+        ),
+    );
+    let decoder = FrameDecoder::new(server.limits.max_frame_bytes);
+    let reply = protocol::handshake::HandshakeReply::Error(frame);
+    let _ = write_message(&mut stream, decoder, Encoding::Json, &reply).await;
+}
+
+/// Serves one client until it leaves, breaks the protocol, or falls behind.
+pub async fn run(stream: UnixStream, server: &Server) {
+    let Ok(cred) = stream.peer_cred() else {
+        return;
+    };
+    let peer = Peer {
+        uid: cred.uid(),
+        gid: cred.gid(),
+        pid: cred.pid(),
+    };
+    let decoder = FrameDecoder::new(server.limits.max_frame_bytes);
+    let mut reader = FrameReader::new(stream, decoder);
+    let identity = PeerIdentity {
+        uid: peer.uid,
+        gid: peer.gid,
+        pid: peer.pid,
+    };
+    let name = server_name();
+    let hello = server_handshake(&mut reader, &name, identity);
+    let encoding = match tokio::time::timeout(server.limits.handshake_timeout, hello).await {
+        Ok(Ok(encoding)) => encoding,
+        // A bad hello was answered with its error frame by the handshake itself.
+        Ok(Err(_)) => return,
+        Err(_) => {
+            let frame = ErrorFrame::new(
+                ErrorCode::BadHandshake,
+                format!(
+                    "no hello within {} s",
+                    server.limits.handshake_timeout.as_secs_f64()
+                ),
+            );
+            let reply = protocol::handshake::HandshakeReply::Error(frame);
+            let _ = write_message(reader.get_mut(), decoder, Encoding::Json, &reply).await;
+            return;
+        }
+    };
+    let mut write_half = None;
+    let mut reader = reader.map_inner(|stream| {
+        let (read_half, w) = stream.into_split();
+        write_half = Some(w);
+        read_half
+    });
+    let Some(mut write_half) = write_half else {
+        return;
+    };
+    let (out, mut queue) = mpsc::channel::<ServerMessage>(server.limits.outgoing_queue.max(1));
+    let writer = tokio::spawn(async move {
+        while let Some(message) = queue.recv().await {
+            if write_message(&mut write_half, decoder, encoding, &message)
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    loop {
+        let message = match reader.read_message::<ClientMessage>(encoding).await {
+            Ok(message) => message,
+            Err(IoError::Closed) => break,
+            Err(e) => {
+                if let Some(frame) = frame_error(&e) {
+                    let _ = out.try_send(ServerMessage::Error(frame));
+                }
+                break;
+            }
+        };
+        let response = server.sessions.handle(peer, message, server).await;
+        if out.try_send(ServerMessage::Response(response)).is_err() {
+            tracing::info!("client uid {} fell behind; dropped", peer.uid);
+            writer.abort();
+            return;
+        }
+    }
+    drop(out);
+    let _ = writer.await;
+}
+
+/// The error frame for what broke the connection, if the peer can still be told.
+fn frame_error(e: &IoError) -> Option<ErrorFrame> {
+    match e {
+        IoError::Frame(f @ FrameError::TooLarge { .. }) => {
+            Some(ErrorFrame::new(ErrorCode::FrameTooLarge, f.to_string()))
+        }
+        IoError::Codec(c) => Some(ErrorFrame::new(ErrorCode::BadFrame, c.to_string())),
+        IoError::Frame(f) => Some(ErrorFrame::new(ErrorCode::BadFrame, f.to_string())),
+        _ => None,
+    }
+}
