@@ -1,6 +1,12 @@
 //! A scripted mock LLM server: real HTTP/1.1 on 127.0.0.1, answering each request with the next
 //! scripted reply — JSON, a server-sent event stream, garbage, a cut stream or silence — and
 //! recording every request so tests can assert what the model was sent.
+//!
+//! It is as strict as the real APIs about what the conversation must look like ([`strict`]): a
+//! request the real provider would refuse gets that provider's 400, and the script does not
+//! advance.
+
+mod strict;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -107,8 +113,19 @@ impl Recorded {
 #[derive(Debug)]
 pub struct MockLlm {
     addr: std::net::SocketAddr,
-    requests: Arc<Mutex<Vec<Recorded>>>,
+    state: Arc<State>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// What one server shares between its connections.
+#[derive(Debug, Default)]
+struct State {
+    /// Every request so far.
+    requests: Mutex<Vec<Recorded>>,
+    /// The replies still to send.
+    script: Mutex<VecDeque<Reply>>,
+    /// What was sent that must come back unchanged.
+    issued: Mutex<strict::Issued>,
 }
 
 impl Drop for MockLlm {
@@ -122,25 +139,23 @@ impl MockLlm {
     pub async fn start(script: Vec<Reply>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(VecDeque::from(script)));
-        let (req, scr) = (requests.clone(), script.clone());
+        let state = Arc::new(State {
+            script: Mutex::new(VecDeque::from(script)),
+            ..State::default()
+        });
+        let shared = state.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let (req, scr) = (req.clone(), scr.clone());
+                let state = shared.clone();
                 tokio::spawn(async move {
-                    let _ = serve(stream, req, scr).await;
+                    let _ = serve(stream, state).await;
                 });
             }
         });
-        Self {
-            addr,
-            requests,
-            task,
-        }
+        Self { addr, state, task }
     }
 
     /// The API root to configure a client with, e.g. `http://127.0.0.1:PORT/v1`.
@@ -150,15 +165,33 @@ impl MockLlm {
 
     /// Every request so far.
     pub fn requests(&self) -> Vec<Recorded> {
-        self.requests.lock().unwrap().clone()
+        self.state.requests.lock().unwrap().clone()
+    }
+
+    /// Posts `body` to `path` as a plain HTTP client, returning the status and the JSON body: for
+    /// requests no adapter would send, to check that the mock refuses them as the real API does.
+    pub async fn post(&self, path: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+        let mut stream = TcpStream::connect(self.addr).await.unwrap();
+        let body = body.to_string();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            self.addr,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(body.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (
+            status,
+            serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+        )
     }
 }
 
-async fn serve(
-    mut stream: TcpStream,
-    requests: Arc<Mutex<Vec<Recorded>>>,
-    script: Arc<Mutex<VecDeque<Reply>>>,
-) -> std::io::Result<()> {
+async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let header_end = loop {
         let mut chunk = [0u8; 4096];
@@ -197,18 +230,26 @@ async fn serve(
     }
     let raw_body = String::from_utf8_lossy(&buf[header_end..]).into_owned();
     let body = serde_json::from_str(&raw_body).unwrap_or(serde_json::Value::Null);
-    requests.lock().unwrap().push(Recorded {
+    let checked = strict::check(&path, &body, &state.issued.lock().unwrap());
+    state.requests.lock().unwrap().push(Recorded {
         method,
         path,
         headers,
         body,
         raw_body,
     });
-    let reply = script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or_else(|| Reply::error(500, "the mock's script is exhausted", &[]));
+    let reply =
+        match checked {
+            Err(refusal) => refusal,
+            Ok(()) => {
+                let reply =
+                    state.script.lock().unwrap().pop_front().unwrap_or_else(|| {
+                        Reply::error(500, "the mock's script is exhausted", &[])
+                    });
+                strict::record(&mut state.issued.lock().unwrap(), &reply);
+                reply
+            }
+        };
     match reply {
         Reply::Json {
             status,
@@ -338,6 +379,18 @@ pub mod anthropic {
     pub fn ping() -> Value {
         json!({"type": "ping"})
     }
+    /// A thinking block at `index`, streamed as Anthropic streams it: the block's start, its text
+    /// in two deltas, its signature, its end.
+    pub fn thinking(index: u64, thinking: &str, signature: &str) -> Vec<Value> {
+        let (a, b) = thinking.split_at(thinking.len() / 2);
+        vec![
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": a}}),
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": b}}),
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}}),
+            json!({"type": "content_block_stop", "index": index}),
+        ]
+    }
     /// A whole message.
     pub fn message(text: &str, calls: &[(&str, &str, Value)]) -> Value {
         let mut content = vec![json!({"type": "text", "text": text})];
@@ -369,5 +422,10 @@ pub mod gemini {
     /// A function call part.
     pub fn call(name: &str, args: Value) -> Value {
         json!({"functionCall": {"name": name, "args": args}})
+    }
+    /// `part` with a `thoughtSignature`, as Gemini 3 signs the first call of each step.
+    pub fn signed(mut part: Value, signature: &str) -> Value {
+        part["thoughtSignature"] = json!(signature);
+        part
     }
 }

@@ -28,6 +28,7 @@ fn conversation() -> ModelRequest {
                 content: "Reading.".into(),
                 tool_calls: vec![call.clone()],
                 tool_result_for: None,
+                opaque: vec![],
             },
             Message::tool_result(&call, "fn main() {}"),
         ],
@@ -194,15 +195,12 @@ async fn gemini_stream_with_several_calls_and_function_responses_as_objects() {
         .await
         .unwrap();
     assert_eq!(r.text, "Two calls.");
-    let calls: Vec<(&str, &str)> = r
-        .tool_calls
-        .iter()
-        .map(|c| (c.id.as_str(), c.name.as_str()))
-        .collect();
-    assert_eq!(
-        calls,
-        [("call_0", "bash"), ("call_1", "read_file")],
-        "ids are made up from positions"
+    let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["bash", "read_file"]);
+    let (a, b) = (r.tool_calls[0].id.as_str(), r.tool_calls[1].id.as_str());
+    assert!(
+        a.starts_with("call_") && b.starts_with("call_") && a != b,
+        "ids are made up, distinct: {a} {b}"
     );
     assert_eq!(r.tool_calls[1].arguments, "{\"path\":\"b.rs\"}");
     assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (21, 9));
@@ -227,9 +225,15 @@ async fn gemini_stream_with_several_calls_and_function_responses_as_objects() {
         b["contents"][2]["parts"][0]["functionResponse"]["response"]["content"], "fn main() {}",
         "text results are wrapped in an object"
     );
+    let decl = &b["tools"][0]["functionDeclarations"][0];
+    assert_eq!(decl["name"], "read_file");
     assert_eq!(
-        b["tools"][0]["functionDeclarations"][0]["name"],
-        "read_file"
+        (
+            decl["parametersJsonSchema"]["type"].as_str(),
+            decl.get("parameters")
+        ),
+        (Some("object"), None),
+        "the full JSON Schema goes in parametersJsonSchema, never in parameters"
     );
 }
 

@@ -130,6 +130,7 @@ async fn tool_results_follow_their_calls_in_the_request() {
         content: String::new(),
         tool_calls: vec![call.clone()],
         tool_result_for: None,
+        opaque: vec![],
     });
     req.messages.push(Message::tool_result(&call, "ok"));
     client(&mock, false)

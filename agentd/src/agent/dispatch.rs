@@ -12,6 +12,7 @@ use protocol::event::{
 use protocol::ids::ApprovalId;
 use protocol::verdict::ApprovalDecision;
 use protocol::verdict::{ApprovalMode, Verdict};
+use protocol::worker::ToolRequest;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,14 +54,18 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     /// Runs `call` through policy, approval and a worker; `deadline` caps the tool's time.
+    /// `cut_off` says the output token limit ended the model's message while it was writing this
+    /// call (its last): its arguments may be incomplete even when they parse (`{}`), so it is not
+    /// run, and its result says why.
     pub async fn dispatch(
         &self,
         call: &ToolCall,
+        cut_off: bool,
         deadline: Option<Instant>,
         emit: &Emit,
     ) -> Outcome {
         let start = Instant::now();
-        let outcome = self.decide_and_run(call, deadline, emit).await;
+        let outcome = self.decide_and_run(call, cut_off, deadline, emit).await;
         emit(Event::ToolCallFinished(ToolCallFinished {
             call_id: call.id.clone(),
             status: outcome.status,
@@ -75,6 +80,7 @@ impl Dispatcher {
     async fn decide_and_run(
         &self,
         call: &ToolCall,
+        cut_off: bool,
         deadline: Option<Instant>,
         emit: &Emit,
     ) -> Outcome {
@@ -84,10 +90,10 @@ impl Dispatcher {
             exit_code: None,
             truncated: false,
         };
-        let request = match tools::to_request(&call.name, &call.arguments) {
+        let request = match request_of(call, cut_off) {
             Ok(r) => r,
-            Err(message) => {
-                emit(started(call, Verdict::Deny, "the call is malformed"));
+            Err((why, message)) => {
+                emit(started(call, Verdict::Deny, why));
                 return refuse(ToolStatus::Error, message);
             }
         };
@@ -198,6 +204,20 @@ impl Dispatcher {
             Err(e) => refuse(ToolStatus::Crashed, format!("The tool could not run: {e}")),
         }
     }
+}
+
+/// The call's request, or why it has none: the reason for the `tool_call_started` event and the
+/// result the model reads.
+fn request_of(call: &ToolCall, cut_off: bool) -> Result<ToolRequest, (&'static str, String)> {
+    let parsed = tools::to_request(&call.name, &call.arguments);
+    if cut_off {
+        let problem = parsed.err().map(|m| format!(" {m}")).unwrap_or_default();
+        return Err((
+            "the output limit cut the call off",
+            format!("{}{problem}", tools::CUT_OFF),
+        ));
+    }
+    parsed.map_err(|m| ("the call is malformed", m))
 }
 
 fn started(call: &ToolCall, verdict: Verdict, reason: &str) -> Event {

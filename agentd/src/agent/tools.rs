@@ -156,6 +156,12 @@ pub fn to_request(name: &str, arguments: &str) -> Result<ToolRequest, String> {
     })
 }
 
+/// The result of a call the output token limit cut off (followed by what is wrong with its
+/// arguments, when something is).
+pub const CUT_OFF: &str = "Your message was cut off by the output token limit while this call was \
+    being written, so it was not run: its arguments may be incomplete. Make the call again with \
+    shorter arguments (write a large file in several steps).";
+
 fn example(name: &str) -> &'static str {
     match name {
         "bash" => r#"{"command": "ls -la"}"#,

@@ -165,23 +165,25 @@ impl Agent {
                 text: response.text.clone(),
                 tool_calls: response.tool_calls.clone(),
             }));
-            self.messages.push(Message {
-                role: Role::Assistant,
-                content: response.text.clone(),
-                tool_calls: response.tool_calls.clone(),
-                tool_result_for: None,
-            });
+            // With its provider-opaque fields: the provider checks they come back unchanged.
+            self.messages.push(Message::assistant(&response));
             if response.tool_calls.is_empty() {
                 return self.finish(out, FinishReason::Done, None);
             }
             // Every call gets its result in the conversation, in call order, whatever happens.
             let gate = Arc::new(Semaphore::new(self.limits.max_parallel.max(1)));
-            let runs = response.tool_calls.iter().map(|call| {
+            // The output limit ended the message while its last call was being written.
+            let cut = response
+                .hit_output_limit()
+                .then(|| response.tool_calls.len().saturating_sub(1));
+            let runs = response.tool_calls.iter().enumerate().map(|(i, call)| {
                 let (gate, dispatcher, emit) =
                     (gate.clone(), self.dispatcher.clone(), emit.clone());
                 async move {
                     let _permit = gate.acquire_owned().await;
-                    dispatcher.dispatch(call, deadline, &emit).await
+                    dispatcher
+                        .dispatch(call, cut == Some(i), deadline, &emit)
+                        .await
                 }
             });
             let outcomes = join_all(runs).await;

@@ -1,9 +1,15 @@
 //! Anthropic Messages: `tool_use` blocks in assistant messages, `tool_result` blocks in the next
-//! user message, `input_json_delta` fragments joined and parsed when their block stops, `ping`,
-//! and `error` events inside the stream.
+//! user message, `input_json_delta` fragments joined when their block stops, `ping`, and `error`
+//! events inside the stream.
+//!
+//! A call whose input is not JSON (what a model cut off by `max_tokens` in the middle of a call
+//! sends) is handed on with its raw text, for dispatch to answer with an error; in the history it
+//! goes back with `input: {}`, since the API wants an object there. `thinking` and
+//! `redacted_thinking` blocks are kept with the message ([`Opaque::AnthropicBlock`]) and sent back
+//! unchanged, in their place, as the API requires when thinking is on.
 
-use super::http::{Call, Client, StreamReader, Wire, event_json};
-use super::model::{Message, ModelRequest, ModelResponse, Role};
+use super::http::{Call, Client, StreamReader, Wire, arguments_text, event_json};
+use super::model::{Message, ModelRequest, ModelResponse, Opaque, Role, arguments_object};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
 use protocol::ids::ToolCallId;
@@ -52,14 +58,6 @@ impl Client<Anthropic> {
     }
 }
 
-/// Tool-call arguments as the JSON object Anthropic wants (`{}` if they were not an object).
-fn input_object(arguments: &str) -> Value {
-    serde_json::from_str::<Value>(arguments)
-        .ok()
-        .filter(Value::is_object)
-        .unwrap_or_else(|| json!({}))
-}
-
 /// The Messages request body. System messages become the top-level `system`; consecutive
 /// messages of one role are merged, since the API wants user and assistant to alternate; tool
 /// results become `tool_result` blocks of a user message.
@@ -73,6 +71,9 @@ pub fn request_body(req: &ModelRequest, stream: bool) -> Value {
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in req.messages.iter().filter(|m| m.role != Role::System) {
         let (role, blocks) = blocks_of(m);
+        if blocks.is_empty() {
+            continue; // an empty answer: the API refuses a message with no content
+        }
         match messages.last_mut() {
             Some((last, existing)) if *last == role => existing.extend(blocks),
             _ => messages.push((role, blocks)),
@@ -116,7 +117,13 @@ fn blocks_of(m: &Message) -> (&'static str, Vec<Value>) {
                 blocks.push(json!({"type": "text", "text": m.content}));
             }
             for c in &m.tool_calls {
-                blocks.push(json!({"type": "tool_use", "id": c.id.as_str(), "name": c.name, "input": input_object(&c.arguments)}));
+                blocks.push(json!({"type": "tool_use", "id": c.id.as_str(), "name": c.name, "input": arguments_object(&c.arguments)}));
+            }
+            // Opaque blocks go back where they were, in the order they came (indices ascending).
+            for o in &m.opaque {
+                if let Opaque::AnthropicBlock { index, block } = o {
+                    blocks.insert((*index).min(blocks.len()), block.clone());
+                }
             }
             ("assistant", blocks)
         }
@@ -127,6 +134,23 @@ fn blocks_of(m: &Message) -> (&'static str, Vec<Value>) {
 fn call_id(id: Option<&str>, index: u64) -> ToolCallId {
     id.and_then(|id| ToolCallId::new(id).ok())
         .unwrap_or_else(|| ToolCallId::generated(index))
+}
+
+/// Whether a content block is one only Anthropic reads, kept and sent back unchanged.
+fn is_opaque(kind: Option<&str>) -> bool {
+    matches!(kind, Some("thinking" | "redacted_thinking"))
+}
+
+fn usage_of(v: Option<&Value>) -> TokenUsage {
+    let n = |k: &str| {
+        v.and_then(|u| u.get(k))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    TokenUsage {
+        input_tokens: n("input_tokens"),
+        output_tokens: n("output_tokens"),
+    }
 }
 
 /// A whole (non-streamed) message.
@@ -149,20 +173,12 @@ pub fn parse_message(v: &Value) -> Result<ModelResponse, ProviderError> {
             .get("stop_reason")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        usage: TokenUsage {
-            input_tokens: v
-                .pointer("/usage/input_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            output_tokens: v
-                .pointer("/usage/output_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-        },
+        usage: usage_of(v.get("usage")),
         ..ModelResponse::default()
     };
     for (i, block) in content.iter().enumerate() {
-        match block.get("type").and_then(Value::as_str) {
+        let kind = block.get("type").and_then(Value::as_str);
+        match kind {
             Some("text") => r.text.push_str(
                 block
                     .get("text")
@@ -180,6 +196,10 @@ pub fn parse_message(v: &Value) -> Result<ModelResponse, ProviderError> {
                     .get("input")
                     .map_or_else(|| "{}".to_owned(), Value::to_string),
             }),
+            _ if is_opaque(kind) => r.opaque.push(Opaque::AnthropicBlock {
+                index: i,
+                block: block.clone(),
+            }),
             _ => {}
         }
     }
@@ -187,11 +207,18 @@ pub fn parse_message(v: &Value) -> Result<ModelResponse, ProviderError> {
 }
 
 /// One content block being streamed.
-#[derive(Debug, Default)]
-struct Block {
-    tool: Option<(Option<String>, String)>,
-    json: String,
-    done: bool,
+#[derive(Debug)]
+enum Block {
+    /// Text (it goes straight into the response's text).
+    Text,
+    /// A `tool_use` block: its id, name and input JSON so far.
+    Tool {
+        id: Option<String>,
+        name: String,
+        json: String,
+    },
+    /// A `thinking` or `redacted_thinking` block, its deltas applied as they come.
+    Opaque(Value),
 }
 
 /// Assembles a streamed message from its events.
@@ -201,6 +228,55 @@ pub struct MessageStream {
     blocks: BTreeMap<u64, Block>,
     usage: TokenUsage,
     stop_reason: Option<String>,
+}
+
+impl MessageStream {
+    fn block_start(&mut self, index: u64, block: &Value) {
+        let kind = block.get("type").and_then(Value::as_str);
+        let entry = match kind {
+            Some("tool_use") => Block::Tool {
+                id: block.get("id").and_then(Value::as_str).map(str::to_owned),
+                name: block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                json: String::new(),
+            },
+            _ if is_opaque(kind) => Block::Opaque(block.clone()),
+            _ => Block::Text,
+        };
+        self.blocks.insert(index, entry);
+    }
+
+    fn block_delta(&mut self, index: u64, delta: &Value, on_text: &mut (dyn FnMut(&str) + Send)) {
+        let text = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or_default();
+        match (
+            delta.get("type").and_then(Value::as_str),
+            self.blocks.get_mut(&index),
+        ) {
+            (Some("text_delta"), _) => {
+                let t = text("text");
+                self.text.push_str(t);
+                on_text(t);
+            }
+            (Some("input_json_delta"), Some(Block::Tool { json, .. })) => {
+                json.push_str(text("partial_json"));
+            }
+            // Thinking text and its signature arrive as deltas of the block; the block goes
+            // back whole, as the non-streamed API would have returned it.
+            (Some(kind @ ("thinking_delta" | "signature_delta")), Some(Block::Opaque(block))) => {
+                let field = if kind == "thinking_delta" {
+                    "thinking"
+                } else {
+                    "signature"
+                };
+                let so_far = block.get(field).and_then(Value::as_str).unwrap_or_default();
+                block[field] = json!(format!("{so_far}{}", text(field)));
+            }
+            _ => {}
+        }
+    }
 }
 
 impl StreamReader for MessageStream {
@@ -220,55 +296,13 @@ impl StreamReader for MessageStream {
         let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
-                self.usage.input_tokens = v
-                    .pointer("/message/usage/input_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
+                self.usage.input_tokens = usage_of(v.pointer("/message/usage")).input_tokens;
             }
             "content_block_start" => {
-                let block = v.get("content_block").cloned().unwrap_or_default();
-                let entry = self.blocks.entry(index).or_default();
-                if block.get("type").and_then(Value::as_str) == Some("tool_use") {
-                    let id = block.get("id").and_then(Value::as_str).map(str::to_owned);
-                    let name = block
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
-                    entry.tool = Some((id, name));
-                }
+                self.block_start(index, v.get("content_block").unwrap_or(&Value::Null));
             }
             "content_block_delta" => {
-                let delta = v.get("delta").cloned().unwrap_or_default();
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        if let Some(t) = delta.get("text").and_then(Value::as_str) {
-                            self.text.push_str(t);
-                            on_text(t);
-                        }
-                    }
-                    Some("input_json_delta") => {
-                        let part = delta
-                            .get("partial_json")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        self.blocks.entry(index).or_default().json.push_str(part);
-                    }
-                    _ => {}
-                }
-            }
-            "content_block_stop" => {
-                let block = self.blocks.entry(index).or_default();
-                block.done = true;
-                if block.tool.is_some() && !block.json.trim().is_empty() {
-                    // Parsed when the block stops: a call's arguments are complete only then.
-                    serde_json::from_str::<Value>(&block.json).map_err(|e| {
-                        ProviderError::Malformed {
-                            provider: PROVIDER,
-                            message: format!("tool input of block {index} is not JSON: {e}"),
-                        }
-                    })?;
-                }
+                self.block_delta(index, v.get("delta").unwrap_or(&Value::Null), on_text);
             }
             "message_delta" => {
                 if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
@@ -290,7 +324,9 @@ impl StreamReader for MessageStream {
                     message,
                 });
             }
-            _ => {} // ping, and event types added later
+            // `content_block_stop`, `ping`, and event types added later. A tool's input is not
+            // parsed here: input that is not JSON is the call's problem, answered by dispatch.
+            _ => {}
         }
         Ok(false)
     }
@@ -299,28 +335,26 @@ impl StreamReader for MessageStream {
         if !complete {
             return Err(ProviderError::StreamCut { provider: PROVIDER });
         }
-        let tool_calls = self
-            .blocks
-            .into_iter()
-            .filter_map(|(index, b)| {
-                let (id, name) = b.tool?;
-                let arguments = if b.json.trim().is_empty() {
-                    "{}".to_owned()
-                } else {
-                    b.json
-                };
-                Some(ToolCall {
-                    id: call_id(id.as_deref(), index),
-                    name,
-                    arguments,
-                })
-            })
-            .collect();
-        Ok(ModelResponse {
+        let mut r = ModelResponse {
             text: self.text,
-            tool_calls,
             usage: self.usage,
             finish_reason: self.stop_reason,
-        })
+            ..ModelResponse::default()
+        };
+        for (index, block) in self.blocks {
+            match block {
+                Block::Text => {}
+                Block::Tool { id, name, json } => r.tool_calls.push(ToolCall {
+                    id: call_id(id.as_deref(), index),
+                    name,
+                    arguments: arguments_text(&json),
+                }),
+                Block::Opaque(block) => r.opaque.push(Opaque::AnthropicBlock {
+                    index: index as usize,
+                    block,
+                }),
+            }
+        }
+        Ok(r)
     }
 }

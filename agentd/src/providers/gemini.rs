@@ -1,9 +1,15 @@
 //! Gemini `generateContent` / `streamGenerateContent`: `functionCall` parts (several per turn,
-//! arriving whole), `functionResponse` parts whose `response` must be an object, and no call ids
-//! (they are made up from the call's position, and results are matched back by name).
+//! arriving whole), `functionResponse` parts whose `response` must be an object, and no call ids:
+//! they are made up, unique in the process (so within a session, and across a session resumed by
+//! another process), and results are matched back by name and order as Gemini does.
+//!
+//! Tool declarations carry `parametersJsonSchema` (full JSON Schema), not `parameters`, which
+//! takes only an OpenAPI 3.0 subset and answers 400 to `additionalProperties`, `$schema`,
+//! `const`, …. A `thoughtSignature` on a part is kept with the message ([`Opaque`]) and sent back
+//! on the same part, as Gemini 3 requires for function calls.
 
 use super::http::{Call, Client, StreamReader, Wire, event_json};
-use super::model::{Message, ModelRequest, ModelResponse, Role};
+use super::model::{Message, ModelRequest, ModelResponse, Opaque, Role, arguments_object};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
 use protocol::ids::ToolCallId;
@@ -62,6 +68,9 @@ pub fn request_body(req: &ModelRequest) -> Value {
     let mut contents: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in req.messages.iter().filter(|m| m.role != Role::System) {
         let (role, parts) = parts_of(m);
+        if parts.is_empty() {
+            continue; // an empty answer: the API refuses a content without parts
+        }
         match contents.last_mut() {
             Some((last, existing)) if *last == role => existing.extend(parts),
             _ => contents.push((role, parts)),
@@ -82,7 +91,8 @@ pub fn request_body(req: &ModelRequest) -> Value {
         body["systemInstruction"] = json!({ "parts": system });
     }
     if !req.tools.is_empty() {
-        let decls: Vec<Value> = req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters})).collect();
+        // `parametersJsonSchema`, not `parameters`: see the module's comment.
+        let decls: Vec<Value> = req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters})).collect();
         body["tools"] = json!([{ "functionDeclarations": decls }]);
     }
     if let Some(max) = req.max_tokens {
@@ -109,21 +119,68 @@ fn parts_of(m: &Message) -> (&'static str, Vec<Value>) {
                 vec![json!({"functionResponse": {"name": name, "response": response}})],
             )
         }
-        Role::Assistant => {
-            let mut parts = Vec::new();
-            if !m.content.is_empty() {
-                parts.push(json!({"text": m.content}));
-            }
-            for c in &m.tool_calls {
-                let args = serde_json::from_str::<Value>(&c.arguments)
-                    .ok()
-                    .filter(Value::is_object)
-                    .unwrap_or_else(|| json!({}));
-                parts.push(json!({"functionCall": {"name": c.name, "args": args}}));
-            }
-            ("model", parts)
-        }
+        Role::Assistant => ("model", model_parts(m)),
         Role::User | Role::System => ("user", vec![json!({"text": m.content})]),
+    }
+}
+
+/// The parts of the model's message: its text, then its calls, each with the `thoughtSignature`
+/// it came with. Arguments that were not a JSON object go back as `{}` (the call was answered
+/// with an error saying why).
+fn model_parts(m: &Message) -> Vec<Value> {
+    let mut parts = Vec::new();
+    let text_signature = m.opaque.iter().find_map(|o| match o {
+        Opaque::GeminiTextSignature { signature } => Some(signature),
+        _ => None,
+    });
+    if !m.content.is_empty() || text_signature.is_some() {
+        let mut part = json!({"text": m.content});
+        if let Some(signature) = text_signature {
+            part["thoughtSignature"] = json!(signature);
+        }
+        parts.push(part);
+    }
+    for c in &m.tool_calls {
+        let mut part =
+            json!({"functionCall": {"name": c.name, "args": arguments_object(&c.arguments)}});
+        let signature = m.opaque.iter().find_map(|o| match o {
+            Opaque::GeminiCallSignature { call, signature } if *call == c.id => Some(signature),
+            _ => None,
+        });
+        if let Some(signature) = signature {
+            part["thoughtSignature"] = json!(signature);
+        }
+        parts.push(part);
+    }
+    parts
+}
+
+/// A fresh id for a call Gemini sent without one: `call_<tag>_<n>`, the tag random per process,
+/// `n` counting every id the process made. Unique within the process, so within every session it
+/// runs, and (by the tag) against the ids of a stored session resumed by another process.
+pub fn fresh_call_id() -> ToolCallId {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static TAG: OnceLock<String> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let tag = TAG.get_or_init(|| {
+        // std's hasher keys are random per process: no dependency needed for 48 random bits.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("{:012x}", h.finish() & 0xffff_ffff_ffff)
+    });
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    ToolCallId::new(format!("call_{tag}_{n}")).unwrap_or_else(|_| ToolCallId::generated(n))
+}
+
+/// A call's arguments as text: `args` is an object from Gemini itself; some gateways send a JSON
+/// string, which is taken as the raw text (it may not be JSON — dispatch answers that).
+fn arguments_of(call: &Value) -> String {
+    match call.get("args") {
+        None | Some(Value::Null) => "{}".to_owned(),
+        Some(Value::String(raw)) => raw.clone(),
+        Some(args) => args.to_string(),
     }
 }
 
@@ -160,17 +217,22 @@ fn absorb(
         .into_iter()
         .flatten()
     {
-        if let Some(text) = part.get("text").and_then(Value::as_str) {
-            r.text.push_str(text);
-            on_text(text);
-        }
+        let signature = part
+            .get("thoughtSignature")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         if let Some(call) = part.get("functionCall") {
-            let index = r.tool_calls.len() as u64;
             let id = call
                 .get("id")
                 .and_then(Value::as_str)
                 .and_then(|id| ToolCallId::new(id).ok())
-                .unwrap_or_else(|| ToolCallId::generated(index));
+                .unwrap_or_else(fresh_call_id);
+            if let Some(signature) = signature {
+                r.opaque.push(Opaque::GeminiCallSignature {
+                    call: id.clone(),
+                    signature,
+                });
+            }
             r.tool_calls.push(ToolCall {
                 id,
                 name: call
@@ -178,10 +240,20 @@ fn absorb(
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                arguments: call
-                    .get("args")
-                    .map_or_else(|| "{}".to_owned(), Value::to_string),
+                arguments: arguments_of(call),
             });
+        } else if let Some(text) = part.get("text").and_then(Value::as_str) {
+            // A thought summary (`thought: true`) is the model's reasoning, not its answer.
+            if part.get("thought").and_then(Value::as_bool) != Some(true) {
+                r.text.push_str(text);
+                on_text(text);
+            }
+            if let Some(signature) = signature {
+                // One text signature per message: the last, which Gemini puts on the last part.
+                r.opaque
+                    .retain(|o| !matches!(o, Opaque::GeminiTextSignature { .. }));
+                r.opaque.push(Opaque::GeminiTextSignature { signature });
+            }
         }
     }
     match candidate.get("finishReason").and_then(Value::as_str) {

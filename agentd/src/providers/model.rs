@@ -1,10 +1,17 @@
 //! The one internal message model every provider adapter translates to and from.
+//!
+//! Everything here is serialisable: a session's messages, provider-opaque fields included, are what
+//! a stored session replays.
 
 use protocol::event::ToolCall;
+use protocol::ids::ToolCallId;
 use protocol::session::TokenUsage;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Who said a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Instructions.
     System,
@@ -17,16 +24,51 @@ pub enum Role {
 }
 
 /// One message of the conversation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
     /// Who said it.
     pub role: Role,
     /// Its text (for a tool message: the result).
     pub content: String,
     /// For an assistant message: the tool calls it made, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
     /// For a tool message: the call it answers (and that call's tool name).
-    pub tool_result_for: Option<(protocol::ids::ToolCallId, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_result_for: Option<(ToolCallId, String)>,
+    /// For an assistant message: what the provider returned with it that only that provider
+    /// reads, to be sent back exactly when the conversation is replayed to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opaque: Vec<Opaque>,
+}
+
+/// A piece of a model's message that only its provider understands and that must go back to it
+/// unchanged: the provider checks it (a missing or altered one is a 400), and the agent never
+/// reads it. Other providers ignore it, so a conversation can still change provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Opaque {
+    /// An Anthropic `thinking` block (with its `signature`) or `redacted_thinking` block, exactly
+    /// as it arrived, and its position among the message's content blocks, so that it goes back
+    /// in the same order relative to the text and `tool_use` blocks.
+    AnthropicBlock {
+        /// Its index in the message's `content`.
+        index: usize,
+        /// The block.
+        block: Value,
+    },
+    /// A Gemini `thoughtSignature` that came on the `functionCall` part of this call.
+    GeminiCallSignature {
+        /// The call.
+        call: ToolCallId,
+        /// The signature, as it arrived.
+        signature: String,
+    },
+    /// A Gemini `thoughtSignature` that came on a text part (sent back on the message's text).
+    GeminiTextSignature {
+        /// The signature, as it arrived.
+        signature: String,
+    },
 }
 
 impl Message {
@@ -37,6 +79,18 @@ impl Message {
             content: content.into(),
             tool_calls: vec![],
             tool_result_for: None,
+            opaque: vec![],
+        }
+    }
+
+    /// The model's message: its text, calls and opaque fields, as the response brought them.
+    pub fn assistant(response: &ModelResponse) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: response.text.clone(),
+            tool_calls: response.tool_calls.clone(),
+            tool_result_for: None,
+            opaque: response.opaque.clone(),
         }
     }
 
@@ -47,6 +101,7 @@ impl Message {
             content: content.into(),
             tool_calls: vec![],
             tool_result_for: Some((call.id.clone(), call.name.clone())),
+            opaque: vec![],
         }
     }
 }
@@ -81,10 +136,97 @@ pub struct ModelResponse {
     /// Its text.
     pub text: String,
     /// The tool calls it made, in order. Non-empty means the loop goes on — decided from what
-    /// arrived, never from the finish reason.
+    /// arrived, never from the finish reason. A call's arguments are the raw text the model
+    /// wrote, which may not be JSON: dispatch answers such a call with an error.
     pub tool_calls: Vec<ToolCall>,
+    /// What only the provider reads, to keep with the message (see [`Opaque`]).
+    pub opaque: Vec<Opaque>,
     /// Tokens used.
     pub usage: TokenUsage,
     /// The provider's own finish reason, for logs.
     pub finish_reason: Option<String>,
+}
+
+impl ModelResponse {
+    /// Whether the output token limit ended the response (OpenAI `length`, Anthropic
+    /// `max_tokens`, Gemini `MAX_TOKENS`): a call it was writing may be cut off.
+    pub fn hit_output_limit(&self) -> bool {
+        matches!(
+            self.finish_reason.as_deref(),
+            Some("length" | "max_tokens" | "MAX_TOKENS")
+        )
+    }
+}
+
+/// Arguments as the JSON object a wire format that wants an object in its history gets
+/// (Anthropic `tool_use.input`, Gemini `functionCall.args`): the object the model wrote, or `{}`
+/// when what it wrote was not a JSON object. Such a call was answered with an error saying why,
+/// so the model learns what went wrong from the result, not from its own broken text.
+pub fn arguments_object(arguments: &str) -> Value {
+    serde_json::from_str::<Value>(arguments)
+        .ok()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_with_opaque_fields_round_trips_through_json() {
+        let call = ToolCall {
+            id: ToolCallId::new("call_1").unwrap(),
+            name: "bash".into(),
+            arguments: "{\"command\": \"ls".into(),
+        };
+        let m = Message {
+            opaque: vec![
+                Opaque::AnthropicBlock {
+                    index: 0,
+                    block: serde_json::json!({"type": "thinking", "thinking": "hm", "signature": "c2ln"}),
+                },
+                Opaque::GeminiCallSignature {
+                    call: call.id.clone(),
+                    signature: "Z2Vt".into(),
+                },
+            ],
+            tool_calls: vec![call],
+            ..Message::text(Role::Assistant, "Looking.")
+        };
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(
+            text.contains("\"kind\":\"gemini_call_signature\""),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<Message>(&text).unwrap(), m);
+        let plain = serde_json::to_string(&Message::text(Role::User, "hi")).unwrap();
+        assert_eq!(plain, r#"{"role":"user","content":"hi"}"#);
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_replay_as_an_empty_one() {
+        assert_eq!(arguments_object(r#"{"a": 1}"#)["a"], 1);
+        for bad in ["{\"command\": \"ls", "", "[1]", "\"x\""] {
+            assert_eq!(arguments_object(bad), serde_json::json!({}), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_output_limit_is_recognised_in_each_dialect() {
+        for (reason, hit) in [
+            ("length", true),
+            ("max_tokens", true),
+            ("MAX_TOKENS", true),
+            ("stop", false),
+            ("tool_use", false),
+            ("STOP", false),
+        ] {
+            let r = ModelResponse {
+                finish_reason: Some(reason.into()),
+                ..ModelResponse::default()
+            };
+            assert_eq!(r.hit_output_limit(), hit, "{reason}");
+        }
+    }
 }

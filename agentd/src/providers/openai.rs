@@ -308,6 +308,7 @@ impl StreamAccumulator {
             tool_calls,
             usage: self.usage,
             finish_reason: self.finish_reason,
+            ..ModelResponse::default()
         }
     }
 }
