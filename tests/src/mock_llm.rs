@@ -429,3 +429,14 @@ pub mod gemini {
         part
     }
 }
+
+/// What the real API would answer a request of this path and body with, if it refuses it: the
+/// mock's own check (nothing signed has been issued), for tests that build requests without
+/// sending them. `None` when it would be accepted.
+pub fn refusal(path: &str, body: &serde_json::Value) -> Option<String> {
+    match strict::check(path, body, &strict::Issued::default()) {
+        Ok(()) => None,
+        Err(Reply::Json { body, .. }) => Some(body),
+        Err(other) => Some(format!("{other:?}")),
+    }
+}

@@ -14,6 +14,8 @@ pub mod instructions;
 pub mod prompt;
 #[cfg(test)]
 mod props;
+#[cfg(any(test, feature = "testing"))]
+pub mod sample;
 pub mod skills;
 
 /// A file that was skipped, and why; shown to the user, never to the model.
