@@ -136,6 +136,8 @@ pub struct ProviderSection {
     pub max_tries: Option<u32>,
     /// Longest silence inside a response stream, in seconds (default 120).
     pub idle_timeout_secs: Option<u64>,
+    /// The model's context window, tokens (default 128000); `--context-window` overrides it.
+    pub context_window: Option<u64>,
 }
 
 /// Why the config file could not be used.

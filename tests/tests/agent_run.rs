@@ -621,6 +621,93 @@ fn the_projects_agents_md_reaches_the_model_labelled_and_a_symlinked_one_does_no
 }
 
 #[test]
+fn a_history_past_the_window_is_compacted_and_the_task_still_completes() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let f = Format::OpenAi;
+    // Without usage in the stream (the scripted counts would not be the real ones), so the
+    // history is measured by the estimate.
+    let read = || {
+        Reply::stream(vec![
+            openai::tool(
+                0,
+                Some("call_read"),
+                Some("read_file"),
+                r#"{"path": "big.txt", "limit": 2000}"#,
+            ),
+            openai::finish("tool_calls"),
+        ])
+    };
+    let mock = rt.block_on(MockLlm::start(vec![
+        read(),
+        read(),
+        read(),
+        f.answer("Goal: make the tests pass. State: big.txt read three times, nothing changed."),
+        f.answer("done"),
+    ]));
+    let ws = fixture();
+    let line = "x".repeat(29);
+    let big: String = (0..600).map(|_| format!("{line}\n")).collect();
+    std::fs::write(ws.0.join("big.txt"), big).unwrap();
+    let run = agent_run(
+        &mock,
+        f,
+        &ws,
+        &[
+            "--context-window",
+            "16000",
+            "--output-format",
+            "stream-json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5, "three reads, the summary, the answer");
+    let summary = &requests[3].body;
+    assert!(
+        summary["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("You summarise"),
+        "the fourth call asks for the summary: {summary}"
+    );
+    assert!(
+        summary
+            .get("tools")
+            .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
+    );
+    let last = &requests[4].body["messages"];
+    assert!(
+        last[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Goal: make the tests pass."),
+        "the summary replaces the older history: {last}"
+    );
+    for (i, r) in requests.iter().enumerate() {
+        assert!(
+            r.raw_body.len() / 4 < 16_000,
+            "request {i} is over the window: {} bytes",
+            r.raw_body.len()
+        );
+    }
+    assert!(
+        requests[4].raw_body.len() < requests[2].raw_body.len() + 4_000,
+        "compaction made the history smaller"
+    );
+    let compacted: Vec<Value> = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"]["type"] == "context_compacted")
+        .collect();
+    assert_eq!(compacted.len(), 1, "{}", run.stdout);
+    assert!(
+        compacted[0]["event"]["tokens_after"].as_u64()
+            < compacted[0]["event"]["tokens_before"].as_u64()
+    );
+}
+
+#[test]
 fn a_missing_model_setting_says_which_and_where() {
     let home = Dir::new("home-empty", As::Root);
     let out = std::process::Command::new(binary("agent"))

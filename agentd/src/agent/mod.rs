@@ -3,5 +3,7 @@
 
 pub mod approval;
 pub mod dispatch;
+mod fitting;
+pub use fitting::DEFAULT_WINDOW;
 pub mod tools;
 pub mod turn;

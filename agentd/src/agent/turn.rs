@@ -27,6 +27,8 @@ pub struct Limits {
     pub token_budget: Option<u64>,
     /// Tool calls run at once.
     pub max_parallel: usize,
+    /// The model's context window and how the history is fitted to it.
+    pub window: crate::context::fit::Window,
 }
 
 impl Default for Limits {
@@ -36,6 +38,7 @@ impl Default for Limits {
             timeout: None,
             token_budget: None,
             max_parallel: 8,
+            window: crate::context::fit::Window::new(super::fitting::DEFAULT_WINDOW),
         }
     }
 }
@@ -71,6 +74,8 @@ pub struct Agent {
     pub emit: Emit,
     /// Turns so far.
     turns: u64,
+    /// Input tokens the provider reported for the last request, and how many messages it held.
+    pub(super) reported: Option<(u64, usize)>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -109,6 +114,7 @@ impl Agent {
             messages: vec![system],
             emit,
             turns: 0,
+            reported: None,
         }
     }
 
@@ -131,6 +137,12 @@ impl Agent {
             tool_calls: vec![],
         };
         for _step in 0..self.limits.max_steps {
+            let mut usage = out.usage;
+            let fitted = self.fit_context(&mut usage).await;
+            out.usage = usage;
+            if let Err(message) = fitted {
+                return self.finish(out, FinishReason::Error, Some(message));
+            }
             let request = ModelRequest {
                 model: self.model.clone(),
                 messages: self.messages.clone(),
@@ -160,6 +172,9 @@ impl Agent {
                 Err(e) => return self.finish(out, FinishReason::Error, Some(e.to_string())),
             };
             out.usage.add(response.usage);
+            if response.usage.input_tokens > 0 {
+                self.reported = Some((response.usage.input_tokens, request.messages.len()));
+            }
             out.final_text = response.text.clone();
             emit(Event::AssistantMessage(AssistantMessage {
                 text: response.text.clone(),

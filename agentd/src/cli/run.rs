@@ -45,6 +45,10 @@ pub struct RunArgs {
     /// Tokens (input + output) the turn may use.
     #[arg(long, value_name = "N")]
     pub token_budget: Option<u64>,
+    /// The model's context window, tokens: past 85 % of it the older history is summarised
+    /// [default: provider.context_window in the config, else 128000].
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..))]
+    pub context_window: Option<u64>,
     /// Tool calls of one model message run at once.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_parallel: u32,
@@ -197,6 +201,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
             .map(Duration::from_secs_f64),
         token_budget: args.token_budget,
         max_parallel: args.max_parallel as usize,
+        window: crate::context::fit::Window::new(
+            args.context_window
+                .or(config.provider.as_ref().and_then(|p| p.context_window))
+                .unwrap_or(crate::agent::DEFAULT_WINDOW),
+        ),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
