@@ -87,6 +87,11 @@ pub struct AssistantMessage {
     pub text: String,
     /// The tool calls it asked for, in order.
     pub tool_calls: Vec<ToolCall>,
+    /// What only the model's provider reads (a Gemini thought signature, an Anthropic thinking
+    /// block), each as JSON text: kept so a stored session can be replayed to its provider
+    /// exactly. Clients ignore it.
+    #[serde(default)]
+    pub opaque: Vec<String>,
 }
 
 /// Payload of [`Event::ToolCallStarted`].
@@ -180,6 +185,9 @@ pub struct ContextCompacted {
     pub tokens_after: u64,
     /// Messages folded into the summary.
     pub messages_summarised: u64,
+    /// The summary that replaced them (a resumed session replays it).
+    #[serde(default)]
+    pub summary: String,
 }
 
 /// Payload of [`Event::TurnFinished`].

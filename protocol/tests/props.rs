@@ -92,11 +92,16 @@ fn event() -> impl Strategy<Value = Event> {
         any::<String>().prop_map(|text| Event::AssistantTextDelta(AssistantTextDelta { text })),
         (
             any::<String>(),
-            proptest::collection::vec(tool_call(), 0..4)
+            proptest::collection::vec(tool_call(), 0..4),
+            proptest::collection::vec(any::<String>(), 0..2)
         )
-            .prop_map(
-                |(text, tool_calls)| Event::AssistantMessage(AssistantMessage { text, tool_calls })
-            ),
+            .prop_map(|(text, tool_calls, opaque)| Event::AssistantMessage(
+                AssistantMessage {
+                    text,
+                    tool_calls,
+                    opaque
+                }
+            )),
         (tool_call(), verdict(), any::<String>()).prop_map(|(call, verdict, reason)| {
             Event::ToolCallStarted(ToolCallStarted {
                 call,
@@ -148,13 +153,14 @@ fn event() -> impl Strategy<Value = Event> {
                     .collect()
             }
         )),
-        (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(a, b, c)| Event::ContextCompacted(
-            ContextCompacted {
+        (any::<u64>(), any::<u64>(), any::<u64>(), any::<String>()).prop_map(
+            |(a, b, c, summary)| Event::ContextCompacted(ContextCompacted {
                 tokens_before: a,
                 tokens_after: b,
-                messages_summarised: c
-            }
-        )),
+                messages_summarised: c,
+                summary
+            })
+        ),
         (
             any::<u64>(),
             any::<u64>(),

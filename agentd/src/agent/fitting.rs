@@ -53,12 +53,18 @@ impl Agent {
             })?;
         usage.add(response.usage);
         self.messages = compact::apply(&self.messages, cut, &response.text);
+        debug_assert_eq!(
+            cut,
+            first + older.len(),
+            "resume replays the cut from the count"
+        );
         self.reported = None;
         let after = self.history_tokens();
         (self.emit)(Event::ContextCompacted(ContextCompacted {
             tokens_before: before,
             tokens_after: after,
             messages_summarised: older.len() as u64,
+            summary: response.text,
         }));
         Ok(())
     }

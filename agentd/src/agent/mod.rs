@@ -4,6 +4,7 @@
 pub mod approval;
 pub mod dispatch;
 mod fitting;
+pub mod resume;
 pub use fitting::DEFAULT_WINDOW;
 pub mod tools;
 pub mod turn;

@@ -118,6 +118,19 @@ impl Agent {
         }
     }
 
+    /// Goes on from a stored session: its conversation (after this run's system prompt) and the
+    /// number of turns it holds ([`super::resume::conversation`]).
+    pub fn resume_from(&mut self, messages: Vec<Message>, turns: u64) {
+        self.messages = messages;
+        self.turns = turns;
+        self.reported = None;
+    }
+
+    /// The system prompt this session was started with.
+    pub fn system_message(&self) -> Option<&Message> {
+        self.messages.first().filter(|m| m.role == Role::System)
+    }
+
     /// Runs one turn for `user_text`.
     pub async fn run_turn(&mut self, user_text: &str) -> TurnOutcome {
         self.turns += 1;
@@ -179,6 +192,11 @@ impl Agent {
             emit(Event::AssistantMessage(AssistantMessage {
                 text: response.text.clone(),
                 tool_calls: response.tool_calls.clone(),
+                opaque: response
+                    .opaque
+                    .iter()
+                    .filter_map(|o| serde_json::to_string(o).ok())
+                    .collect(),
             }));
             // With its provider-opaque fields: the provider checks they come back unchanged.
             self.messages.push(Message::assistant(&response));

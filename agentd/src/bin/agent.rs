@@ -16,6 +16,8 @@ enum Command {
     Run(Box<agentd::cli::run::RunArgs>),
     /// The whole system on a built-in scripted model: no network, no API key.
     Demo,
+    /// List the sessions kept for this user (resume one with `agent run --resume ID -p …`).
+    Sessions(agentd::cli::sessions::SessionsArgs),
 }
 
 fn main() {
@@ -28,6 +30,7 @@ fn main() {
     let result = match cli.command {
         Command::Run(args) => agentd::cli::run::run(*args),
         Command::Demo => agentd::demo::run(),
+        Command::Sessions(args) => agentd::cli::sessions::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -3,8 +3,10 @@
 
 pub mod policy_check;
 pub mod run;
+pub mod run_session;
 pub mod sandbox;
 pub mod serve;
+pub mod sessions;
 
 /// Logs to stderr for a command-line binary: warnings and errors by default (a skipped
 /// `AGENTS.md`, a cgroup left behind), more with `AGENTD_LOG` (`info`, `debug`, `agentd=trace`, …

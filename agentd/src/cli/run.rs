@@ -64,6 +64,13 @@ pub struct RunArgs {
     /// Override MODEL.
     #[arg(long)]
     pub model: Option<String>,
+    /// Continue the stored session ID (see `agent sessions`): its history goes to the model
+    /// before PROMPT, and the run is appended to its log.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Where sessions are kept [default: $XDG_STATE_HOME/agentd, else ~/.local/state/agentd].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Run every call without policy checks. The sandbox still applies.
     #[arg(long)]
     pub dangerously_skip_permissions: bool,
@@ -79,14 +86,31 @@ fn session_id() -> SessionId {
 
 /// Runs `agent run`; returns the exit code.
 pub fn run(args: RunArgs) -> Result<i32> {
-    let workspace = args
-        .workspace
-        .clone()
-        .map_or_else(std::env::current_dir, Ok)
-        .context("cannot determine the current directory")?;
+    let store = super::run_session::store(args.state_dir.as_deref())?;
+    let resumed = match &args.resume {
+        Some(id) => Some(super::run_session::reopen(store.as_ref(), id)?),
+        None => None,
+    };
+    let workspace = match (&args.workspace, &resumed) {
+        (None, Some(r)) => r.workspace.clone(),
+        (Some(w), _) => w.clone(),
+        (None, None) => {
+            std::env::current_dir().context("cannot determine the current directory")?
+        }
+    };
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
+    if let Some(r) = &resumed
+        && r.workspace != workspace
+    {
+        anyhow::bail!(
+            "session {} works in {}, not {}: resume it there (or leave out --workspace)",
+            r.id.as_str(),
+            r.workspace.display(),
+            workspace.display()
+        );
+    }
     let overrides = Overrides {
         provider: args.provider.clone(),
         base_url: None,
@@ -167,14 +191,29 @@ pub fn run(args: RunArgs) -> Result<i32> {
         approver,
         approvals: AtomicU64::new(0),
     });
-    let session = session_id();
+    let (log, resumed) = match resumed {
+        Some(r) => (Some(r.log), Some(r.records)),
+        None => (
+            super::run_session::create(store.as_ref(), &workspace, &settings.model)?,
+            None,
+        ),
+    };
+    let session = log
+        .as_ref()
+        .and_then(|l| l.lock().ok().map(|l| l.id().clone()))
+        .unwrap_or_else(session_id);
     let format = args.output_format.clone();
     let seq = Arc::new(AtomicU64::new(0));
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let emit: Emit = {
-        let (session, format, out) = (session.clone(), format.clone(), out.clone());
+        let (session, format, out, log) =
+            (session.clone(), format.clone(), out.clone(), log.clone());
         Arc::new(move |event: Event| {
-            let n = seq.fetch_add(1, Ordering::Relaxed) + 1;
+            // The store numbers and keeps the event before anyone is shown it.
+            let n = match &log {
+                Some(log) => super::run_session::persist(log, &event),
+                None => seq.fetch_add(1, Ordering::Relaxed) + 1,
+            };
             match format.as_str() {
                 "stream-json" => {
                     let envelope = EventEnvelope {
@@ -213,6 +252,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .build()
         .context("cannot start the async runtime")?;
     let mut agent = Agent::new(provider, settings.model.clone(), dispatcher, limits, emit);
+    if let (Some(records), Some(system)) = (resumed, agent.system_message().cloned()) {
+        let (messages, turns) = crate::agent::resume::conversation(system, &records);
+        agent.resume_from(messages, turns);
+    }
     let outcome = runtime.block_on(async {
         // Workers lock down while the model thinks about its first answer.
         agent.dispatcher.workers.warm_up();

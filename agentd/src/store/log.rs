@@ -56,7 +56,8 @@ pub struct SessionLog {
     unsynced: bool,
 }
 
-pub(crate) fn now_ms() -> u64 {
+/// Now, milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

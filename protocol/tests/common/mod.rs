@@ -74,6 +74,7 @@ pub fn events() -> Vec<Event> {
         Event::AssistantMessage(AssistantMessage {
             text: "Let me look.".into(),
             tool_calls: vec![call()],
+            opaque: vec![],
         }),
         Event::ToolCallStarted(ToolCallStarted {
             call: call(),
@@ -112,6 +113,7 @@ pub fn events() -> Vec<Event> {
             tokens_before: 120_000,
             tokens_after: 30_000,
             messages_summarised: 40,
+            summary: "Goal: fix the parser. …".into(),
         }),
         Event::TurnFinished(TurnFinished {
             reason: FinishReason::Done,

@@ -1,0 +1,81 @@
+//! A stored session back into the conversation the model saw: its events replayed in order.
+//!
+//! The rules mirror the loop (`turn.rs`, `fitting.rs`): a user message and an assistant message
+//! (with its provider-opaque parts) each become a message; the results of one assistant
+//! message's calls follow it in call order, whatever order they finished in; a compaction
+//! replaces the messages it summarised with its summary, exactly as it did live. A call whose
+//! result was never written (the process died mid-call) gets a result saying so, so the history
+//! stays well formed.
+
+use crate::context::compact;
+use crate::providers::model::{Message, Opaque, Role};
+use crate::store::log::Record;
+use protocol::event::{Event, ToolCall};
+use std::collections::HashMap;
+
+/// What a call that never finished is answered with.
+pub const NEVER_FINISHED: &str =
+    "[no result: the session ended before this call finished; run it again if you still need it]";
+
+/// The conversation of `records`, after `system` (the system prompt of this run), and how
+/// many turns they hold.
+pub fn conversation(system: Message, records: &[Record]) -> (Vec<Message>, u64) {
+    let mut messages = vec![system];
+    let mut open: Vec<ToolCall> = Vec::new();
+    let mut results: HashMap<String, String> = HashMap::new();
+    let mut turns = 0;
+    for record in records {
+        match &record.event {
+            Event::ToolCallFinished(f) => {
+                results.insert(f.call_id.as_str().to_owned(), f.content.clone());
+                continue;
+            }
+            Event::ToolOutputDelta(_)
+            | Event::AssistantTextDelta(_)
+            | Event::ToolCallStarted(_)
+            | Event::ApprovalRequested(_)
+            | Event::ApprovalResolved(_)
+            | Event::TodoListChanged(_) => continue,
+            _ => close(&mut messages, &mut open, &mut results),
+        }
+        match &record.event {
+            Event::UserMessage(u) => messages.push(Message::text(Role::User, u.text.clone())),
+            Event::TurnStarted(_) => turns += 1,
+            Event::AssistantMessage(a) => {
+                messages.push(Message {
+                    tool_calls: a.tool_calls.clone(),
+                    opaque: a
+                        .opaque
+                        .iter()
+                        .filter_map(|o| serde_json::from_str::<Opaque>(o).ok())
+                        .collect(),
+                    ..Message::text(Role::Assistant, a.text.clone())
+                });
+                open = a.tool_calls.clone();
+            }
+            Event::ContextCompacted(c) => {
+                let cut = usize::try_from(c.messages_summarised)
+                    .map_or(messages.len(), |n| (1 + n).min(messages.len()));
+                messages = compact::apply(&messages, cut, &c.summary);
+            }
+            _ => {}
+        }
+    }
+    close(&mut messages, &mut open, &mut results);
+    (messages, turns)
+}
+
+/// Appends the results of the open calls in call order.
+fn close(
+    messages: &mut Vec<Message>,
+    open: &mut Vec<ToolCall>,
+    results: &mut HashMap<String, String>,
+) {
+    for call in open.drain(..) {
+        let content = results
+            .remove(call.id.as_str())
+            .unwrap_or_else(|| NEVER_FINISHED.to_owned());
+        messages.push(Message::tool_result(&call, content));
+    }
+    results.clear();
+}

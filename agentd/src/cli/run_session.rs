@@ -1,0 +1,93 @@
+//! The session `agent run` keeps on disk: created in the store, or reopened with `--resume`,
+//! every event appended before it is shown, synced at each step's end.
+
+use crate::store::log::{Record, SessionLog};
+use crate::store::{Store, StoreError};
+use anyhow::{Context as _, Result};
+use protocol::event::Event;
+use protocol::ids::SessionId;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A session reopened to go on with.
+#[derive(Debug)]
+pub struct Reopened {
+    /// Its id.
+    pub id: SessionId,
+    /// Where it works.
+    pub workspace: PathBuf,
+    /// Its log, locked against other writers.
+    pub log: Arc<Mutex<SessionLog>>,
+    /// Its events so far.
+    pub records: Vec<Record>,
+}
+
+/// The store under `dir`, else the user's default; `None` (with a warning) when there is
+/// neither a `--state-dir` nor a home to keep sessions in.
+pub fn store(dir: Option<&Path>) -> Result<Option<Store>> {
+    let Some(dir) = dir.map(Path::to_path_buf).or_else(Store::default_dir) else {
+        eprintln!(
+            "agent: no HOME or XDG_STATE_HOME: this session is not kept (pass --state-dir DIR)"
+        );
+        return Ok(None);
+    };
+    Ok(Some(Store::open(&dir)?))
+}
+
+/// Reopens session `id` of `store`.
+pub fn reopen(store: Option<&Store>, id: &str) -> Result<Reopened> {
+    let store = store.context("--resume needs a state directory (--state-dir DIR)")?;
+    let id = SessionId::new(id).map_err(|e| anyhow::anyhow!("--resume {id:?}: {e}"))?;
+    let (log, loaded) = SessionLog::reopen(store, &id)?;
+    let path = store.dir_of(&id).join(crate::store::log::LOG_FILE);
+    for warning in loaded.warnings(&path) {
+        eprintln!("agent: {warning}");
+    }
+    Ok(Reopened {
+        id,
+        workspace: loaded.header.workspace,
+        log: Arc::new(Mutex::new(log)),
+        records: loaded.records,
+    })
+}
+
+/// A new session in `store`, if there is one.
+pub fn create(
+    store: Option<&Store>,
+    workspace: &Path,
+    model: &str,
+) -> Result<Option<Arc<Mutex<SessionLog>>>, StoreError> {
+    let Some(store) = store else {
+        return Ok(None);
+    };
+    let uid = nix::unistd::geteuid().as_raw();
+    let (log, _) = SessionLog::create(store, workspace, model, uid)?;
+    Ok(Some(Arc::new(Mutex::new(log))))
+}
+
+/// Appends `event` to the log and returns its sequence number; at the end of a step (the
+/// model's message, a tool's result, a compaction, the turn's end) the log is synced. A log
+/// that cannot be written is reported once per event and the session goes on unrecorded.
+pub fn persist(log: &Mutex<SessionLog>, event: &Event) -> u64 {
+    let Ok(mut log) = log.lock() else {
+        return 0;
+    };
+    let seq = match log.append(event) {
+        Ok(seq) => seq.0,
+        Err(e) => {
+            tracing::error!("the session is not being recorded: {e}");
+            return log.last_seq().0;
+        }
+    };
+    let step_end = matches!(
+        event,
+        Event::AssistantMessage(_)
+            | Event::ToolCallFinished(_)
+            | Event::ContextCompacted(_)
+            | Event::TurnFinished(_)
+    );
+    if step_end && let Err(e) = log.sync() {
+        tracing::error!("the session log could not be synced: {e}");
+    }
+    seq
+}

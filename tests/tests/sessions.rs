@@ -1,0 +1,253 @@
+//! Sessions on disk through the real `agent` binary: a run is kept, `--resume` gives the model the
+//! whole history back, `kill -9` mid-turn loses nothing that was written and the session goes on,
+//! and `agent sessions` lists them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
+
+use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
+use agentd_e2e::{As, Dir, command_as};
+use serde_json::{Value, json};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn call(id: &str, command: &str) -> Reply {
+    Reply::stream(vec![
+        openai::tool(
+            0,
+            Some(id),
+            Some("bash"),
+            &json!({ "command": command }).to_string(),
+        ),
+        openai::finish("tool_calls"),
+    ])
+}
+
+fn answer(text: &str) -> Reply {
+    Reply::stream(vec![openai::text(text), openai::finish("stop")])
+}
+
+struct Setup {
+    ws: Dir,
+    state: Dir,
+    home: Dir,
+    config: std::path::PathBuf,
+}
+
+fn setup() -> Setup {
+    let ws = Dir::new("sess-ws", As::Root);
+    std::fs::write(ws.0.join("notes.txt"), "hello\n").unwrap();
+    let home = Dir::new("sess-home", As::Root);
+    let config = home.0.join("config.toml");
+    std::fs::write(
+        &config,
+        "[policy]\nbash = [{ pattern = \"sleep *\", action = \"allow\" }]\n",
+    )
+    .unwrap();
+    Setup {
+        ws,
+        state: Dir::new("sess-state", As::Root),
+        home,
+        config,
+    }
+}
+
+fn agent(s: &Setup, mock: &MockLlm, args: &[&str]) -> std::process::Command {
+    let home = s.home.0.display().to_string();
+    let url = mock.url();
+    let mut c = command_as(
+        "agent",
+        As::Root,
+        &[
+            ("HOME", home.as_str()),
+            ("PROVIDER", "openai"),
+            ("BASE_URL", url.as_str()),
+            ("API_KEY", "sk-e2e"),
+            ("MODEL", "mock-model"),
+        ],
+    );
+    c.arg("run")
+        .args(args)
+        .arg("--state-dir")
+        .arg(&s.state.0)
+        .arg("--config")
+        .arg(&s.config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn finish(child: Child) -> (i32, Value, String) {
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let json = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+/// The conversation a request sent, without the system prompt.
+fn conversation(request: &Value) -> Vec<Value> {
+    request["messages"].as_array().unwrap()[1..].to_vec()
+}
+
+#[test]
+fn a_resumed_session_gives_the_model_its_whole_history() {
+    let s = setup();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let first = rt.block_on(MockLlm::start(vec![
+        Reply::stream(vec![
+            openai::tool(
+                0,
+                Some("call_a"),
+                Some("read_file"),
+                r#"{"path": "notes.txt"}"#,
+            ),
+            openai::finish("tool_calls"),
+        ]),
+        answer("notes.txt says hello"),
+    ]));
+    let ws = s.ws.0.display().to_string();
+    let child = agent(
+        &s,
+        &first,
+        &[
+            "-p",
+            "read the notes",
+            "--workspace",
+            &ws,
+            "--output-format",
+            "json",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let id = out["session_id"].as_str().unwrap().to_owned();
+
+    let second = rt.block_on(MockLlm::start(vec![answer("still hello")]));
+    let child = agent(
+        &s,
+        &second,
+        &["--resume", &id, "-p", "and now?", "--output-format", "json"],
+    )
+    .spawn()
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out["session_id"], id.as_str(), "the same session goes on");
+
+    let before = conversation(&first.requests()[1].body);
+    let after = conversation(&second.requests()[0].body);
+    assert_eq!(after.len(), before.len() + 2, "{after:#?}");
+    assert_eq!(
+        after[..before.len()],
+        before[..],
+        "the history comes back as it was sent"
+    );
+    assert_eq!(after[before.len()]["content"], "notes.txt says hello");
+    assert_eq!(after[before.len() + 1]["content"], "and now?");
+
+    let listed = command_as("agent", As::Root, &[])
+        .args(["sessions", "--state-dir"])
+        .arg(&s.state.0)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        text.contains(&id) && text.contains("done") && text.contains("read the notes"),
+        "{text}"
+    );
+}
+
+#[test]
+fn kill_9_mid_turn_loses_nothing_written_and_the_session_goes_on() {
+    let s = setup();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let first = rt.block_on(MockLlm::start(vec![call("call_sleep", "sleep 30")]));
+    let ws = s.ws.0.display().to_string();
+    let mut child = agent(
+        &s,
+        &first,
+        &[
+            "-p",
+            "wait a while",
+            "--workspace",
+            &ws,
+            "--output-format",
+            "stream-json",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    // Wait until the call is running, then kill the agent outright.
+    let started = Instant::now();
+    let log = loop {
+        let found = std::fs::read_dir(s.state.0.join("sessions"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .map(|e| e.path().join("log.jsonl"));
+        if let Some(log) = found
+            && std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("tool_call_started")
+        {
+            break log;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the call never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().unwrap();
+    let _ = child.wait();
+    let id = log
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    // And a crash in the middle of a write, on top.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    std::io::Write::write_all(&mut f, br#"{"seq":99,"unix_ms":1,"ev"#).unwrap();
+    drop(f);
+
+    let listed = command_as("agent", As::Root, &[])
+        .args(["sessions", "--state-dir"])
+        .arg(&s.state.0)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("cut off"),
+        "{listed:?}"
+    );
+
+    let second = rt.block_on(MockLlm::start(vec![answer("resumed")]));
+    let child = agent(
+        &s,
+        &second,
+        &["--resume", &id, "-p", "go on", "--output-format", "json"],
+    )
+    .spawn()
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("log.jsonl") && err.contains("cut off"),
+        "the torn line is reported: {err}"
+    );
+    let sent = conversation(&second.requests()[0].body);
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"], "{sent:#?}");
+    assert_eq!(sent[0]["content"], "wait a while");
+    assert_eq!(sent[1]["tool_calls"][0]["id"], "call_sleep");
+    assert!(
+        sent[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("the session ended before this call finished")
+    );
+    assert_eq!(sent[3]["content"], "go on");
+}
