@@ -234,6 +234,7 @@ pub fn run() -> Result<i32> {
             home: std::env::var_os("HOME").map(PathBuf::from),
             approver: crate::agent::approval::Approver::Nobody,
             approvals: AtomicU64::new(0),
+            session: Default::default(),
         });
         let out = Arc::new(Mutex::new(std::io::stdout()));
         let styled = styled();

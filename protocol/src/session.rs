@@ -82,8 +82,11 @@ pub enum FinishReason {
 /// One entry of the agent's todo list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TodoItem {
-    /// What is to be done.
+    /// What is to be done, in the imperative ("Run the tests").
     pub content: String,
+    /// The same while it is being done ("Running the tests"), for a progress line.
+    #[serde(default)]
+    pub active_form: String,
     /// How far along it is.
     pub status: TodoStatus,
 }
@@ -97,5 +100,6 @@ pub enum TodoStatus {
     /// Being worked on.
     InProgress,
     /// Finished.
-    Completed,
+    #[serde(alias = "completed")]
+    Done,
 }

@@ -147,6 +147,7 @@ fn event() -> impl Strategy<Value = Event> {
                 items: items
                     .into_iter()
                     .map(|content| TodoItem {
+                        active_form: String::new(),
                         content,
                         status: TodoStatus::Pending
                     })

@@ -62,6 +62,7 @@ fn main() {
             home: None,
             approver: agentd::agent::approval::Approver::Nobody,
             approvals: AtomicU64::new(0),
+            session: Default::default(),
         });
         let marks: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(Vec::new()));
         let m = marks.clone();

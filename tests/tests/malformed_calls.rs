@@ -162,6 +162,7 @@ fn dispatcher() -> Arc<Dispatcher> {
         home: None,
         approver: Approver::Nobody,
         approvals: AtomicU64::new(0),
+        session: Default::default(),
     })
 }
 

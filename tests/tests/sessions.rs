@@ -251,3 +251,129 @@ fn kill_9_mid_turn_loses_nothing_written_and_the_session_goes_on() {
     );
     assert_eq!(sent[3]["content"], "go on");
 }
+
+#[test]
+fn todos_are_kept_validated_and_reminded_and_skills_are_read_on_demand() {
+    let s = setup();
+    let skill = s.ws.0.join(".agents/skills/release");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: release\ndescription: how this project cuts a release\n---\nBump the version, tag, push.\n",
+    )
+    .unwrap();
+    let todos = |list: Value| {
+        Reply::stream(vec![
+            openai::tool(
+                0,
+                Some(&format!("call_t{}", list.to_string().len())),
+                Some("write_todos"),
+                &json!({ "todos": list }).to_string(),
+            ),
+            openai::finish("tool_calls"),
+        ])
+    };
+    let item = |c: &str, status: &str| json!({"content": c, "active_form": format!("{c}ing"), "status": status});
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockLlm::start(vec![
+        todos(json!([
+            item("Read", "done"),
+            item("Fix", "in_progress"),
+            item("Test", "pending")
+        ])),
+        todos(json!([
+            item("Fix", "in_progress"),
+            item("Test", "in_progress")
+        ])),
+        Reply::stream(vec![
+            openai::tool(
+                0,
+                Some("call_skill"),
+                Some("read_skill"),
+                r#"{"name": "release"}"#,
+            ),
+            openai::finish("tool_calls"),
+        ]),
+        answer("done"),
+    ]));
+    let ws = s.ws.0.display().to_string();
+    let child = agent(
+        &s,
+        &mock,
+        &[
+            "-p",
+            "plan it",
+            "--workspace",
+            &ws,
+            "--output-format",
+            "json",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let requests = mock.requests();
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("- release: how this project cuts a release"),
+        "{system}"
+    );
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"write_todos") && tools.contains(&"read_skill"),
+        "{tools:?}"
+    );
+    let last = |i: usize| {
+        requests[i].body["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        last(1).contains("<reminder>") && last(1).contains("[>] Fix\n[ ] Test"),
+        "{}",
+        last(1)
+    );
+    assert!(
+        last(2).contains("exactly one item may be in progress"),
+        "{}",
+        last(2)
+    );
+    assert!(
+        last(2).contains("[>] Fix\n[ ] Test"),
+        "the refused list did not replace the kept one: {}",
+        last(2)
+    );
+    assert!(
+        last(3).starts_with("Bump the version, tag, push."),
+        "{}",
+        last(3)
+    );
+    let history = requests[3].body["messages"].as_array().unwrap();
+    let reminders = history
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("<reminder>"))
+        })
+        .count();
+    assert_eq!(
+        reminders, 1,
+        "only the newest message carries the reminder; the history keeps none"
+    );
+    assert_eq!(out["tool_calls"][1]["status"], "error");
+}

@@ -50,6 +50,8 @@ pub struct Dispatcher {
     pub approver: Approver,
     /// Approval ids handed out.
     pub approvals: AtomicU64,
+    /// The tools the session answers itself (todos, skills).
+    pub session: super::session_tools::SessionTools,
 }
 
 impl Dispatcher {
@@ -90,6 +92,16 @@ impl Dispatcher {
             exit_code: None,
             truncated: false,
         };
+        if !cut_off && self.session.answers(&call.name) {
+            emit(started(
+                call,
+                Verdict::Allow,
+                "a session tool: it touches only the session's own state",
+            ));
+            if let Some(outcome) = self.session.handle(call, emit) {
+                return outcome;
+            }
+        }
         let request = match request_of(call, cut_off) {
             Ok(r) => r,
             Err((why, message)) => {

@@ -5,6 +5,7 @@ pub mod approval;
 pub mod dispatch;
 mod fitting;
 pub mod resume;
+pub mod session_tools;
 pub use fitting::DEFAULT_WINDOW;
 pub mod tools;
 pub mod turn;

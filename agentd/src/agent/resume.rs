@@ -17,6 +17,18 @@ use std::collections::HashMap;
 pub const NEVER_FINISHED: &str =
     "[no result: the session ended before this call finished; run it again if you still need it]";
 
+/// The todo list a stored session ended with.
+pub fn todos(records: &[Record]) -> Vec<protocol::session::TodoItem> {
+    records
+        .iter()
+        .rev()
+        .find_map(|r| match &r.event {
+            Event::TodoListChanged(t) => Some(t.items.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
 /// The conversation of `records`, after `system` (the system prompt of this run), and how
 /// many turns they hold.
 pub fn conversation(system: Message, records: &[Record]) -> (Vec<Message>, u64) {

@@ -97,15 +97,17 @@ impl Agent {
         emit: Emit,
     ) -> Self {
         let workspace = &dispatcher.workers.sandbox().workspace;
-        let (instructions, skipped) =
-            crate::context::instructions::load(dispatcher.home.as_deref(), workspace);
-        for s in &skipped {
+        let home = dispatcher.home.as_deref();
+        let (instructions, skipped) = crate::context::instructions::load(home, workspace);
+        let (skills, bad_skills) = crate::context::skills::load(home, workspace);
+        for s in skipped.iter().chain(&bad_skills) {
             tracing::warn!("{s}");
         }
         let system = Message::text(
             Role::System,
-            crate::context::prompt::system_prompt(workspace, &instructions),
+            crate::context::prompt::system_prompt(workspace, &instructions, &skills),
         );
+        dispatcher.session.set_skills(skills);
         Self {
             provider,
             model,
@@ -156,10 +158,21 @@ impl Agent {
             if let Err(message) = fitted {
                 return self.finish(out, FinishReason::Error, Some(message));
             }
+            let mut messages = self.messages.clone();
+            // The reminder goes with this request only; the history does not keep it.
+            if let (Some(text), Some(last)) = (
+                crate::context::todos::reminder(&self.dispatcher.session.todos()),
+                messages.last_mut(),
+            ) && matches!(last.role, Role::User | Role::Tool)
+            {
+                last.content = format!("{}\n\n<reminder>\n{text}</reminder>", last.content);
+            }
+            let mut offered = tools::specs().to_vec();
+            offered.extend(self.dispatcher.session.specs());
             let request = ModelRequest {
                 model: self.model.clone(),
-                messages: self.messages.clone(),
-                tools: tools::specs().to_vec(),
+                messages,
+                tools: offered,
                 max_tokens: None,
             };
             let e = emit.clone();

@@ -190,6 +190,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         home,
         approver,
         approvals: AtomicU64::new(0),
+        session: Default::default(),
     });
     let (log, resumed) = match resumed {
         Some(r) => (Some(r.log), Some(r.records)),
@@ -255,6 +256,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
     if let (Some(records), Some(system)) = (resumed, agent.system_message().cloned()) {
         let (messages, turns) = crate::agent::resume::conversation(system, &records);
         agent.resume_from(messages, turns);
+        agent
+            .dispatcher
+            .session
+            .restore_todos(crate::agent::resume::todos(&records));
     }
     let outcome = runtime.block_on(async {
         // Workers lock down while the model thinks about its first answer.

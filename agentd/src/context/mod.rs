@@ -17,6 +17,7 @@ mod props;
 #[cfg(any(test, feature = "testing"))]
 pub mod sample;
 pub mod skills;
+pub mod todos;
 
 /// A file that was skipped, and why; shown to the user, never to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! what its refusals look like, then the user's and the project's `AGENTS.md`, each labelled.
 
 use super::instructions::{Instructions, Source};
+use super::skills::{Skill, index};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -20,6 +21,8 @@ it for new files.
 - bash runs one command line with bash (no rc files, no aliases) in the repository, with stdout and \
 stderr merged and capped, and a timeout: keep commands non-interactive and bounded (pass a test \
 filter, pipe long output through head).
+- write_todos keeps your plan for work of several steps: the whole list each time, one item \
+in_progress while you work on it, marked done when it is.
 Tool arguments are one JSON object. A tool error is an answer, not the end: read it and adjust.
 
 Sandbox: every tool call runs in a fresh, locked-down process. It can write only inside the \
@@ -31,9 +34,16 @@ not retry it another way; do the work inside the repository or tell the user wha
 calls wait for the user's approval, and a call the user or the policy refused says so: respect it.
 ";
 
-/// The system prompt for a session in `workspace` with these `AGENTS.md` files.
-pub fn system_prompt(workspace: &Path, instructions: &[Instructions]) -> String {
+/// The system prompt for a session in `workspace` with these `AGENTS.md` files and skills.
+pub fn system_prompt(workspace: &Path, instructions: &[Instructions], skills: &[Skill]) -> String {
     let mut prompt = BASE.replace("{workspace}", &workspace.display().to_string());
+    if !skills.is_empty() {
+        let _ = write!(
+            prompt,
+            "\n# Skills\n\nInstructions for particular tasks; read one with read_skill when the task calls for it:\n{}",
+            index(skills)
+        );
+    }
     for i in instructions {
         let whose = match i.source {
             Source::User => "the user's own instructions, for every project",
@@ -83,6 +93,14 @@ mod tests {
                     "Run `make test`.\n",
                 ),
             ],
+            &[Skill {
+                name: "release".into(),
+                description: "cut a release".into(),
+                path: PathBuf::from("/home/ana/proj/.agents/skills/release/SKILL.md"),
+            }],
+        );
+        assert!(
+            prompt.contains("read_skill when the task calls for it:\n- release: cut a release\n")
         );
         assert!(prompt.contains("repository at /home/ana/proj "));
         assert!(
@@ -95,6 +113,6 @@ mod tests {
         let project = prompt.find("this project's instructions").unwrap_or(0);
         assert!(user < project, "the user's first:\n{prompt}");
         assert!(prompt.contains("(/home/ana/proj/AGENTS.md)\n\nRun `make test`."));
-        assert!(!system_prompt(Path::new("/w"), &[]).contains("AGENTS.md"));
+        assert!(!system_prompt(Path::new("/w"), &[], &[]).contains("AGENTS.md"));
     }
 }

@@ -105,6 +105,7 @@ pub fn events() -> Vec<Event> {
         }),
         Event::TodoListChanged(TodoListChanged {
             items: vec![TodoItem {
+                active_form: String::new(),
                 content: "run tests".into(),
                 status: TodoStatus::InProgress,
             }],
