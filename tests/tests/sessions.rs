@@ -377,3 +377,101 @@ fn todos_are_kept_validated_and_reminded_and_skills_are_read_on_demand() {
     );
     assert_eq!(out["tool_calls"][1]["status"], "error");
 }
+
+#[test]
+fn sigint_interrupts_the_turn_kills_the_call_and_leaves_a_history_that_resumes() {
+    let s = setup();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let first = rt.block_on(MockLlm::start(vec![call(
+        "call_long",
+        "sleep 30; echo never",
+    )]));
+    let ws = s.ws.0.display().to_string();
+    let child = agent(
+        &s,
+        &first,
+        &["-p", "wait", "--workspace", &ws, "--output-format", "json"],
+    )
+    .spawn()
+    .unwrap();
+    let started = Instant::now();
+    let log = loop {
+        let found = std::fs::read_dir(s.state.0.join("sessions"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .map(|e| e.path().join("log.jsonl"));
+        if let Some(log) = found
+            && std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("tool_call_started")
+        {
+            break log;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the call never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let interrupted_at = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert!(
+        interrupted_at.elapsed() < Duration::from_secs(5),
+        "the interrupt took effect at once"
+    );
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert_eq!(out["finish_reason"], "interrupted", "{out}");
+    assert_eq!(out["tool_calls"][0]["status"], "error");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("interrupted: the user stopped the turn"),
+        "{text}"
+    );
+    assert!(text.contains(r#""reason":"interrupted""#), "{text}");
+    assert!(
+        agentd_e2e::processes_with("sleep 30; echo never").is_empty(),
+        "the call's processes were killed"
+    );
+
+    let id = log
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let second = rt.block_on(MockLlm::start(vec![answer("ok")]));
+    let child = agent(
+        &s,
+        &second,
+        &[
+            "--resume",
+            &id,
+            "-p",
+            "never mind",
+            "--output-format",
+            "json",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let sent = conversation(&second.requests()[0].body);
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"], "{sent:#?}");
+    assert!(
+        sent[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[interrupted")
+    );
+}

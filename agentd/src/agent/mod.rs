@@ -4,6 +4,7 @@
 pub mod approval;
 pub mod dispatch;
 mod fitting;
+pub mod interrupt;
 pub mod resume;
 pub mod session_tools;
 pub use fitting::DEFAULT_WINDOW;

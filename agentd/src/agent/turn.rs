@@ -6,7 +6,6 @@ use super::dispatch::{Dispatcher, Emit};
 use super::tools;
 use crate::providers::Provider;
 use crate::providers::model::{Message, ModelRequest, Role};
-use futures_util::future::join_all;
 use protocol::event::ToolStatus;
 use protocol::event::{
     AssistantMessage, AssistantTextDelta, Event, ToolCall, TurnFinished, TurnStarted, UserMessage,
@@ -76,6 +75,8 @@ pub struct Agent {
     turns: u64,
     /// Input tokens the provider reported for the last request, and how many messages it held.
     pub(super) reported: Option<(u64, usize)>,
+    /// Stops the running turn when triggered.
+    pub interrupt: super::interrupt::Interrupt,
 }
 
 impl std::fmt::Debug for Agent {
@@ -117,6 +118,7 @@ impl Agent {
             emit,
             turns: 0,
             reported: None,
+            interrupt: super::interrupt::Interrupt::default(),
         }
     }
 
@@ -182,16 +184,16 @@ impl Agent {
                 }))
             };
             let call = self.provider.complete(&request, &mut on_text);
-            let response = match deadline {
-                Some(d) => {
-                    match tokio::time::timeout(d.saturating_duration_since(Instant::now()), call)
-                        .await
-                    {
-                        Ok(r) => r,
-                        Err(_) => return self.timed_out(out),
-                    }
-                }
-                None => call.await,
+            let limit = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            let interrupt = self.interrupt.clone();
+            let response = tokio::select! {
+                r = tokio::time::timeout(limit, call) => match r {
+                    Ok(r) => r,
+                    Err(_) => return self.timed_out(out),
+                },
+                () = interrupt.triggered() => return self.interrupted(out),
             };
             let response = match response {
                 Ok(r) => r,
@@ -232,11 +234,32 @@ impl Agent {
                         .await
                 }
             });
-            let outcomes = join_all(runs).await;
+            let (outcomes, stopped) = super::interrupt::run_all(runs, &self.interrupt).await;
             for (call, outcome) in response.tool_calls.iter().zip(outcomes) {
+                let outcome = outcome.unwrap_or_else(|| {
+                    // Interrupted before it finished: its worker went with its future.
+                    let outcome = super::dispatch::Outcome {
+                        status: ToolStatus::Error,
+                        content: super::interrupt::INTERRUPTED_CALL.into(),
+                        exit_code: None,
+                        truncated: false,
+                    };
+                    emit(Event::ToolCallFinished(protocol::event::ToolCallFinished {
+                        call_id: call.id.clone(),
+                        status: outcome.status,
+                        content: outcome.content.clone(),
+                        exit_code: None,
+                        truncated: false,
+                        duration_ms: 0,
+                    }));
+                    outcome
+                });
                 self.messages
                     .push(Message::tool_result(call, outcome.content));
                 out.tool_calls.push((call.clone(), outcome.status));
+            }
+            if stopped {
+                return self.interrupted(out);
             }
             if let Some(budget) = self.limits.token_budget
                 && out.usage.total() >= budget
@@ -254,6 +277,13 @@ impl Agent {
             FinishReason::MaxSteps,
             Some(format!("stopped after {steps} steps")),
         )
+    }
+
+    /// Ends the turn because it was interrupted; the switch is armed again for the next turn.
+    fn interrupted(&self, out: TurnOutcome) -> TurnOutcome {
+        self.interrupt.reset();
+        let message = "interrupted by the user".to_owned();
+        self.finish(out, FinishReason::Interrupted, Some(message))
     }
 
     /// Ends the turn at its wall-clock limit.

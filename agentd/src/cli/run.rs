@@ -264,6 +264,14 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let outcome = runtime.block_on(async {
         // Workers lock down while the model thinks about its first answer.
         agent.dispatcher.workers.warm_up();
+        // Ctrl-C (SIGINT) stops the turn: running calls are killed and answered as interrupted,
+        // the history stays well formed, and the outcome is printed as usual.
+        let interrupt = agent.interrupt.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupt.trigger();
+            }
+        });
         agent.run_turn(&args.prompt).await
     });
     // The pool's waiting worker is killed, reaped and its cgroup removed before its temp dir goes.
