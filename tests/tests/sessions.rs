@@ -39,7 +39,7 @@ fn setup() -> Setup {
     let config = home.0.join("config.toml");
     std::fs::write(
         &config,
-        "[policy]\nbash = [{ pattern = \"sleep *\", action = \"allow\" }]\n",
+        "[policy]\nbash = [{ pattern = \"sleep *\", action = \"allow\" }, { pattern = \"seq *\", action = \"allow\" }]\n",
     )
     .unwrap();
     Setup {
@@ -473,5 +473,89 @@ fn sigint_interrupts_the_turn_kills_the_call_and_leaves_a_history_that_resumes()
             .as_str()
             .unwrap()
             .starts_with("[interrupted")
+    );
+}
+
+#[test]
+fn a_3_mb_output_is_spilled_and_paged_back_with_read_file() {
+    let s = setup();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let first = rt.block_on(MockLlm::start(vec![
+        call("call_seq", "seq 1 400000"),
+        answer("long"),
+    ]));
+    let ws = s.ws.0.display().to_string();
+    let child = agent(
+        &s,
+        &first,
+        &["-p", "count", "--workspace", &ws, "--output-format", "json"],
+    )
+    .spawn()
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let id = out["session_id"].as_str().unwrap().to_owned();
+    let sent = conversation(&first.requests()[1].body);
+    let result = sent[2]["content"].as_str().unwrap();
+    assert!(
+        result.len() < 32_000,
+        "the model got head and tail only: {} bytes",
+        result.len()
+    );
+    assert!(result.starts_with("1\n2\n3\n") && result.trim_end().ends_with("400000"));
+    let marker = result
+        .lines()
+        .find(|l| l.contains("bytes cut here"))
+        .unwrap();
+    let path = marker
+        .split(" is in ")
+        .nth(1)
+        .and_then(|rest| rest.split(": page through").next())
+        .unwrap()
+        .to_owned();
+    assert!(
+        path.contains(&id) && path.ends_with("call_seq.txt"),
+        "{marker}"
+    );
+    let whole: usize = (1..=400_000).map(|i: u32| i.to_string().len() + 1).sum();
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len() as usize,
+        whole,
+        "the whole output was kept"
+    );
+
+    // Paged back by a later call of the session (resumed here), through a real worker.
+    let read = Reply::stream(vec![
+        openai::tool(
+            0,
+            Some("call_page"),
+            Some("read_file"),
+            &json!({"path": path, "offset": 200000, "limit": 2}).to_string(),
+        ),
+        openai::finish("tool_calls"),
+    ]);
+    let second = rt.block_on(MockLlm::start(vec![read, answer("found it")]));
+    let child = agent(
+        &s,
+        &second,
+        &[
+            "--resume",
+            &id,
+            "-p",
+            "show the middle",
+            "--output-format",
+            "json",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out["tool_calls"][0]["status"], "ok", "{out}");
+    let sent = conversation(&second.requests()[1].body);
+    let page = sent.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        page.starts_with("200000\t200000\n200001\t200001\n[… more lines follow"),
+        "{page}"
     );
 }

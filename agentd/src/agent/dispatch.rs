@@ -55,6 +55,19 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// Whether `request` is a `read_file` of a file in this session's spill folder (a plain
+    /// file name in it, nothing that leaves it).
+    fn reads_own_spill(&self, request: &ToolRequest) -> bool {
+        let (ToolRequest::ReadFile(r), Some(dir)) = (request, self.session.spill_dir()) else {
+            return false;
+        };
+        let path = std::path::Path::new(&r.path);
+        path.parent() == Some(dir)
+            && path
+                .file_name()
+                .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+    }
+
     /// Runs `call` through policy, approval and a worker; `deadline` caps the tool's time.
     /// `cut_off` says the output token limit ended the model's message while it was writing this
     /// call (its last): its arguments may be incomplete even when they parse (`{}`), so it is not
@@ -117,6 +130,10 @@ impl Dispatcher {
             ApprovalMode::SkipPermissions => policy::Decision {
                 verdict: Verdict::Allow,
                 reason: "permissions skipped by --dangerously-skip-permissions".into(),
+            },
+            _ if self.reads_own_spill(&request) => policy::Decision {
+                verdict: Verdict::Allow,
+                reason: "reading this session's own spilled output".into(),
             },
             _ => self.policy.check_tool(&request, &ctx),
         };
@@ -195,7 +212,8 @@ impl Dispatcher {
         let result = self.workers.run(request, timeout_ms, on_output).await;
         match result {
             Ok(r) => {
-                let mut content = r.content;
+                let (mut content, cut) =
+                    super::spill::fit(r.content, call.id.as_str(), self.session.spill_dir());
                 if let Some(code) = r.exit_code.filter(|c| *c != 0 && !r.timed_out) {
                     content.push_str(&format!("\n[exit code {code}]"));
                 }
@@ -210,7 +228,7 @@ impl Dispatcher {
                     status,
                     content,
                     exit_code: r.exit_code,
-                    truncated: r.truncated,
+                    truncated: r.truncated || cut,
                 }
             }
             Err(e) => refuse(ToolStatus::Crashed, format!("The tool could not run: {e}")),

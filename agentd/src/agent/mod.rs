@@ -7,6 +7,7 @@ mod fitting;
 pub mod interrupt;
 pub mod resume;
 pub mod session_tools;
+pub mod spill;
 pub use fitting::DEFAULT_WINDOW;
 pub mod tools;
 pub mod turn;

@@ -15,6 +15,7 @@ use std::sync::{Mutex, OnceLock};
 #[derive(Debug, Default)]
 pub struct SessionTools {
     skills: OnceLock<Vec<Skill>>,
+    spill: OnceLock<std::path::PathBuf>,
     todos: Mutex<Vec<TodoItem>>,
 }
 
@@ -22,6 +23,16 @@ impl SessionTools {
     /// Sets the skills found at the session's start (once).
     pub fn set_skills(&self, skills: Vec<Skill>) {
         let _ = self.skills.set(skills);
+    }
+
+    /// Sets the folder big outputs are spilled to (once).
+    pub fn set_spill_dir(&self, dir: std::path::PathBuf) {
+        let _ = self.spill.set(dir);
+    }
+
+    /// The folder big outputs are spilled to, if the session has one.
+    pub fn spill_dir(&self) -> Option<&std::path::Path> {
+        self.spill.get().map(std::path::PathBuf::as_path)
     }
 
     /// The skills loaded.

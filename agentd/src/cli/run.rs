@@ -183,6 +183,26 @@ pub fn run(args: RunArgs) -> Result<i32> {
     if let (Some(section), Some(path)) = (&config.sandbox, &config_path) {
         section.apply(&mut sandbox, &config_text, &path.display().to_string())?;
     }
+    let (log, resumed) = match resumed {
+        Some(r) => (Some(r.log), Some(r.records)),
+        None => (
+            super::run_session::create(store.as_ref(), &workspace, &settings.model)?,
+            None,
+        ),
+    };
+    // Big outputs are kept whole and spilled to the session's folder, which every call may read.
+    let spill = match &log {
+        Some(log) => Some(
+            log.lock()
+                .map_err(|_| anyhow::anyhow!("the session log's lock is poisoned"))?
+                .spill_dir()?,
+        ),
+        None => None,
+    };
+    if let Some(dir) = &spill {
+        sandbox.read_paths.push(dir.clone());
+        sandbox.limits.output_cap_bytes = crate::agent::spill::SPILL_CAP;
+    }
     let dispatcher = Arc::new(Dispatcher {
         policy: Arc::new(policy),
         mode,
@@ -192,13 +212,9 @@ pub fn run(args: RunArgs) -> Result<i32> {
         approvals: AtomicU64::new(0),
         session: Default::default(),
     });
-    let (log, resumed) = match resumed {
-        Some(r) => (Some(r.log), Some(r.records)),
-        None => (
-            super::run_session::create(store.as_ref(), &workspace, &settings.model)?,
-            None,
-        ),
-    };
+    if let Some(dir) = spill {
+        dispatcher.session.set_spill_dir(dir);
+    }
     let session = log
         .as_ref()
         .and_then(|l| l.lock().ok().map(|l| l.id().clone()))
