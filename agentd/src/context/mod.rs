@@ -29,8 +29,15 @@ pub struct Skipped {
 }
 
 impl std::fmt::Display for Skipped {
+    /// Inert: a file name in the workspace is the model's to choose, and this reaches a terminal.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "skipped {}: {}", self.path.display(), self.why)
+        let path = self.path.display().to_string();
+        write!(
+            f,
+            "skipped {}: {}",
+            crate::inert::inert(&path),
+            crate::inert::inert(&self.why)
+        )
     }
 }
 

@@ -304,6 +304,10 @@ impl AsFd for PrivateDir {
 
 impl Drop for PrivateDir {
     fn drop(&mut self) {
+        // Already gone (its parent, the session's temp root, was removed first): nothing to do.
+        if std::fs::symlink_metadata(&self.path).is_err() {
+            return;
+        }
         if !self.still_here() {
             tracing::warn!(
                 "temp dir {} was replaced; the replacement is left alone",
