@@ -54,6 +54,10 @@ fn main() {
     {
         std::process::exit(1);
     }
+    let Ok(specs) = policy::specs::Specs::builtin() else {
+        eprintln!("the built-in specs do not load");
+        std::process::exit(1);
+    };
     let many = "ls -la; ".repeat(200);
     let rows: Vec<(&str, usize, (Duration, Duration))> = vec![
         (
@@ -74,7 +78,7 @@ fn main() {
             "analysis (parse + walk): compound",
             COMPOUND.len(),
             measure(5_000, || {
-                black_box(policy::shell::analyze(black_box(COMPOUND)));
+                black_box(policy::shell::analyze(black_box(COMPOUND), &specs));
             }),
         ),
         (

@@ -1,0 +1,336 @@
+//! Paths as the shell resolves them: arguments read from every directory a `cd` in the command
+//! may have moved to, `~` and `~user`, globs against the protected patterns they could match,
+//! directories read recursively against the protected paths they contain; and redirections.
+
+use super::Policy;
+use super::decision::{Access, ApprovalKey, Part};
+use crate::paths::reach::{self, RuleComp};
+use crate::paths::{Context, Resolved, is_harmless_device, resolve_word};
+use crate::rules::PathRules;
+use crate::shell::{Finding, RedirectUse, Word, excerpt_of};
+use protocol::verdict::Verdict;
+use std::path::{Path, PathBuf};
+
+/// A read rule stricter than allow, as components for [`reach::could_reach`].
+#[derive(Debug, Clone)]
+pub(super) struct Protected {
+    anchor: Anchor,
+    comps: Vec<RuleComp>,
+    action: Verdict,
+    rule: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    Root,
+    Home,
+    Workspace,
+}
+
+/// The protected read rules of a policy.
+pub(super) fn protected(read: &PathRules) -> Vec<Protected> {
+    read.rules
+        .iter()
+        .filter(|r| r.action > Verdict::Allow)
+        .map(|r| {
+            let p = r.pattern.as_str();
+            let (anchor, rest) = if let Some(rest) = p.strip_prefix('/') {
+                (Anchor::Root, rest)
+            } else if p == "~" {
+                (Anchor::Home, "")
+            } else if let Some(rest) = p.strip_prefix("~/") {
+                (Anchor::Home, rest)
+            } else {
+                (Anchor::Workspace, p.strip_prefix("./").unwrap_or(p))
+            };
+            Protected {
+                anchor,
+                comps: reach::rule_components(rest),
+                action: r.action,
+                rule: r.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The directories relative paths may be read from: the workspace and every `cd` target in the
+/// command (a `cd` in a subshell ends with it, so all are kept), or unknown.
+#[derive(Debug, Clone)]
+pub(super) struct Cwds {
+    dirs: Vec<PathBuf>,
+    unknown: bool,
+}
+
+impl Cwds {
+    pub(super) fn of(findings: &[Finding], ctx: &Context<'_>) -> Self {
+        let mut cwds = Self {
+            dirs: vec![ctx.workspace.to_path_buf()],
+            unknown: false,
+        };
+        for f in findings {
+            let Finding::Command(c) = f else { continue };
+            let Some(name) = c.argv.first() else { continue };
+            if !matches!(name.text.as_str(), "cd" | "pushd" | "popd") {
+                continue;
+            }
+            if c.in_loop {
+                cwds.unknown = true;
+                continue;
+            }
+            let target = c.argv[1..]
+                .iter()
+                .find(|w| w.may_differ() || !w.text.starts_with('-') || w.text == "-");
+            match target {
+                _ if name.text == "popd" => {}
+                None => match ctx.home {
+                    Some(home) => cwds.add(home.to_path_buf()),
+                    None => cwds.unknown = true,
+                },
+                Some(w) if w.text == "-" && !w.may_differ() => {}
+                Some(w) if w.may_differ() => cwds.unknown = true,
+                Some(w) => {
+                    let mut found = Vec::new();
+                    for dir in &cwds.dirs {
+                        match resolve_word(&w.text, w.tilde, dir, ctx) {
+                            Resolved::Path(p) => found.push(p),
+                            Resolved::OtherHome | Resolved::NoHome => cwds.unknown = true,
+                        }
+                    }
+                    for p in found {
+                        cwds.add(p);
+                    }
+                }
+            }
+        }
+        cwds
+    }
+
+    fn add(&mut self, dir: PathBuf) {
+        if self.dirs.len() < 32 && !self.dirs.contains(&dir) {
+            self.dirs.push(dir);
+        }
+    }
+}
+
+/// Where a path word leads from every possible working directory; `Err` with why when the
+/// policy cannot say.
+fn places(text: &str, cwds: &Cwds, ctx: &Context<'_>) -> Result<Vec<PathBuf>, &'static str> {
+    let tilde = text.starts_with('~');
+    if !tilde && !text.starts_with('/') && cwds.unknown {
+        return Err("is relative to a directory only known at run time");
+    }
+    let mut out = Vec::new();
+    for dir in &cwds.dirs {
+        match resolve_word(text, tilde, dir, ctx) {
+            Resolved::Path(p) => {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+            Resolved::OtherHome => return Err("is in another user's home"),
+            Resolved::NoHome => return Err("is in a home the policy does not know"),
+        }
+        if tilde || text.starts_with('/') {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+impl Policy {
+    /// Rates `text` (from `word`) as a path the command reads; `recursive` when the command reads
+    /// what a directory contains.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn rate_arg(
+        &self,
+        text: &str,
+        word: &Word,
+        recursive: bool,
+        line: &str,
+        ctx: &Context<'_>,
+        cwds: &Cwds,
+        parts: &mut Vec<Part>,
+    ) {
+        if word.dynamic {
+            if !word.known_path {
+                parts.push(Part {
+                    verdict: Verdict::Ask,
+                    rule: "shell analysis".into(),
+                    why: format!(
+                        "`{}` reads a path only known at run time (`{}`)",
+                        excerpt_of(line),
+                        excerpt_of(text)
+                    ),
+                    key: ApprovalKey::Construct {
+                        text: line.to_owned(),
+                        why: "a path only known at run time".into(),
+                    },
+                });
+            }
+            return;
+        }
+        let paths = match places(text, cwds, ctx) {
+            Ok(paths) => paths,
+            Err(why) => {
+                parts.push(Part {
+                    verdict: Verdict::Ask,
+                    rule: "shell analysis".into(),
+                    why: format!("`{}`: `{}` {why}", excerpt_of(line), excerpt_of(text)),
+                    key: ApprovalKey::Construct {
+                        text: format!("{line} / {text}"),
+                        why: why.into(),
+                    },
+                });
+                return;
+            }
+        };
+        let glob = word.has_glob();
+        for abs in paths {
+            let (verdict, rule, why) = self.rate_abs(Access::Read, &abs, ctx);
+            if verdict > Verdict::Allow {
+                parts.push(Part {
+                    verdict,
+                    rule,
+                    why: format!("`{}` names a protected path: {why}", excerpt_of(line)),
+                    key: ApprovalKey::Path {
+                        access: Access::Read,
+                        path: abs.display().to_string(),
+                    },
+                });
+            }
+            if glob || recursive {
+                self.rate_reach(&abs, glob, recursive, line, ctx, parts);
+            }
+        }
+    }
+
+    /// A glob or a recursive read: every protected rule it could reach.
+    fn rate_reach(
+        &self,
+        abs: &Path,
+        glob: bool,
+        recursive: bool,
+        line: &str,
+        ctx: &Context<'_>,
+        parts: &mut Vec<Part>,
+    ) {
+        let Some(abs_text) = abs.to_str() else { return };
+        let arg = reach::arg_components(abs_text, glob.then_some(0));
+        let home = ctx.home.map(reach::anchor_components);
+        let ws = reach::anchor_components(ctx.workspace);
+        let mut worst: Option<&Protected> = None;
+        for p in &self.protected {
+            let anchor: &[RuleComp] = match p.anchor {
+                Anchor::Root => &[],
+                Anchor::Home => match &home {
+                    Some(h) => h,
+                    None => continue,
+                },
+                Anchor::Workspace => &ws,
+            };
+            let full: Vec<RuleComp> = anchor.iter().chain(p.comps.iter()).cloned().collect();
+            if reach::could_reach(&arg, &full, recursive)
+                && worst.is_none_or(|w| p.action > w.action)
+            {
+                worst = Some(p);
+            }
+        }
+        if let Some(p) = worst {
+            let how = if recursive {
+                "reads a directory that holds"
+            } else {
+                "is a pattern that could match"
+            };
+            parts.push(Part {
+                verdict: p.action,
+                rule: p.rule.clone(),
+                why: format!(
+                    "`{}`: `{abs_text}` {how} a protected path ({})",
+                    excerpt_of(line),
+                    p.rule
+                ),
+                key: ApprovalKey::Path {
+                    access: Access::Read,
+                    path: if recursive {
+                        format!("{abs_text}/**")
+                    } else {
+                        abs_text.to_owned()
+                    },
+                },
+            });
+        }
+    }
+
+    pub(super) fn rate_redirect(
+        &self,
+        r: &RedirectUse,
+        ctx: &Context<'_>,
+        cwds: &Cwds,
+        parts: &mut Vec<Part>,
+    ) {
+        let target = &r.target;
+        let op = if r.write { ">" } else { "<" };
+        let access = if r.write { Access::Write } else { Access::Read };
+        if target.may_differ() {
+            parts.push(Part {
+                verdict: Verdict::Ask,
+                rule: "shell analysis".into(),
+                why: format!(
+                    "`{op} {}`: the redirection target is only known at run time",
+                    excerpt_of(&target.text)
+                ),
+                key: ApprovalKey::Construct {
+                    text: format!("{op} {}", target.text),
+                    why: "a redirection target only known at run time".into(),
+                },
+            });
+            return;
+        }
+        if is_harmless_device(&target.text) {
+            return;
+        }
+        let paths = match places(&target.text, cwds, ctx) {
+            Ok(paths) => paths,
+            Err(why) => {
+                parts.push(Part {
+                    verdict: Verdict::Ask,
+                    rule: "shell analysis".into(),
+                    why: format!("`{op} {}`: the target {why}", excerpt_of(&target.text)),
+                    key: ApprovalKey::Construct {
+                        text: format!("{op} {}", target.text),
+                        why: why.into(),
+                    },
+                });
+                return;
+            }
+        };
+        for abs in paths {
+            let (verdict, rule, why) = self.rate_abs(access, &abs, ctx);
+            let key = ApprovalKey::Path {
+                access,
+                path: abs.display().to_string(),
+            };
+            let why = format!("`{op} {}`: {why}", excerpt_of(&target.text));
+            if verdict > Verdict::Allow {
+                parts.push(Part {
+                    verdict,
+                    rule,
+                    why,
+                    key,
+                });
+            } else if r.write {
+                // Writing files from bash asks even where the write_file tool would not: the
+                // policy cannot see what else the command does to it.
+                parts.push(Part {
+                    verdict: Verdict::Ask,
+                    rule: "bash redirections".into(),
+                    why: format!(
+                        "`> {}`: bash redirects to a file ask (use write_file to write files)",
+                        excerpt_of(&target.text)
+                    ),
+                    key,
+                });
+            }
+        }
+    }
+}
