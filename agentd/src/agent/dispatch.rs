@@ -96,10 +96,9 @@ impl Dispatcher {
             home: self.home.as_deref(),
         };
         let decision = match self.mode {
-            ApprovalMode::SkipPermissions => policy::Decision {
-                verdict: Verdict::Allow,
-                reason: "permissions skipped by --dangerously-skip-permissions".into(),
-            },
+            ApprovalMode::SkipPermissions => {
+                policy::Decision::allow("permissions skipped by --dangerously-skip-permissions")
+            }
             _ => self.policy.check_tool(&request, &ctx),
         };
         emit(started(call, decision.verdict, &decision.reason));
@@ -142,7 +141,7 @@ impl Dispatcher {
                 }));
                 let (answer, by) = self
                     .approver
-                    .decide(call, &decision.reason)
+                    .decide(call, &decision)
                     .await
                     .unwrap_or((ApprovalDecision::Deny, "timeout"));
                 emit(Event::ApprovalResolved(ApprovalResolved {

@@ -4,7 +4,7 @@
 
 use super::Policy;
 use super::decision::{ApprovalKey, Part};
-use super::reads::Cwds;
+use super::reads::{Cwds, How};
 use crate::paths::Context;
 use crate::shell::{CommandUse, Word, excerpt_of};
 use crate::specs::{self, Args, Family, Parsed, Recursive, Spec, Style};
@@ -148,18 +148,24 @@ impl Policy {
             Recursive::With(opts) => Spec::given(parsed, opts),
         };
         if spec.args == Args::Paths {
+            // The pattern or script comes first; a pattern bash may expand into file names does not.
             let skip_first = spec
                 .first_text_unless
                 .as_ref()
-                .is_some_and(|unless| !Spec::given(parsed, unless));
+                .is_some_and(|unless| !Spec::given(parsed, unless))
+                && parsed.operands.first().is_some_and(|a| !a.word.may_split());
             let operands = parsed.operands.iter().skip(usize::from(skip_first));
+            let how = How {
+                recursive,
+                names_only: spec.names_only,
+            };
             let mut any = false;
             for a in operands {
                 any = true;
-                self.rate_arg(a.text, a.word, recursive, line, ctx, cwds, parts);
+                self.rate_arg(a.text, a.word, how, line, ctx, cwds, parts);
             }
             if recursive && !any && spec.style != Style::Go {
-                self.rate_arg(".", &Word::literal("."), true, line, ctx, cwds, parts);
+                self.rate_arg(".", &Word::literal("."), how, line, ctx, cwds, parts);
             }
         }
         self.rate_option_values(parsed, line, ctx, cwds, parts);
@@ -175,7 +181,9 @@ impl Policy {
         cwds: &Cwds,
         parts: &mut Vec<Part>,
     ) {
-        for (_, values) in &parsed.options {
+        for (option, values) in &parsed.options {
+            // `git -C DIR` reads the repository there, whatever it holds.
+            let recursive = option == "-C" && parsed.spec.name.starts_with("git");
             for v in values {
                 if v.word.dynamic && parsed.spec.args == Args::Text {
                     continue;
@@ -183,7 +191,11 @@ impl Policy {
                 if v.text.is_empty() || (!v.word.dynamic && v.text.starts_with('-')) {
                     continue;
                 }
-                self.rate_arg(v.text, v.word, false, line, ctx, cwds, parts);
+                let how = How {
+                    recursive,
+                    names_only: false,
+                };
+                self.rate_arg(v.text, v.word, how, line, ctx, cwds, parts);
             }
         }
     }
@@ -211,7 +223,7 @@ impl Policy {
             if value.is_empty() || value.starts_with('-') {
                 continue;
             }
-            self.rate_arg(value, arg, false, line, ctx, cwds, parts);
+            self.rate_arg(value, arg, How::default(), line, ctx, cwds, parts);
         }
     }
 }

@@ -53,6 +53,15 @@ pub(super) fn protected(read: &PathRules) -> Vec<Protected> {
         .collect()
 }
 
+/// How a command reads a path argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct How {
+    /// It reads what the directory contains, at any depth.
+    pub recursive: bool,
+    /// It reads names and metadata only (`ls`, `stat`, `find`), not contents.
+    pub names_only: bool,
+}
+
 /// The directories relative paths may be read from: the workspace and every `cd` target in the
 /// command (a `cd` in a subshell ends with it, so all are kept), or unknown.
 #[derive(Debug, Clone)]
@@ -145,12 +154,13 @@ impl Policy {
         &self,
         text: &str,
         word: &Word,
-        recursive: bool,
+        how: How,
         line: &str,
         ctx: &Context<'_>,
         cwds: &Cwds,
         parts: &mut Vec<Part>,
     ) {
+        let recursive = how.recursive;
         if word.dynamic {
             if !word.known_path {
                 parts.push(Part {
@@ -199,7 +209,7 @@ impl Policy {
                 });
             }
             if glob || recursive {
-                self.rate_reach(&abs, glob, recursive, line, ctx, parts);
+                self.rate_reach(&abs, glob, how, line, ctx, parts);
             }
         }
     }
@@ -209,11 +219,12 @@ impl Policy {
         &self,
         abs: &Path,
         glob: bool,
-        recursive: bool,
+        how: How,
         line: &str,
         ctx: &Context<'_>,
         parts: &mut Vec<Part>,
     ) {
+        let recursive = how.recursive;
         let Some(abs_text) = abs.to_str() else { return };
         let arg = reach::arg_components(abs_text, glob.then_some(0));
         let home = ctx.home.map(reach::anchor_components);
@@ -228,6 +239,10 @@ impl Policy {
                 },
                 Anchor::Workspace => &ws,
             };
+            if how.names_only && !recursive && reach::is_anywhere(&p.comps) {
+                // Listing names (ls, stat, find) reads no file a name-anywhere rule protects.
+                continue;
+            }
             let full: Vec<RuleComp> = anchor.iter().chain(p.comps.iter()).cloned().collect();
             if reach::could_reach(&arg, &full, recursive)
                 && worst.is_none_or(|w| p.action > w.action)

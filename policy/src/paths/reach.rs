@@ -80,9 +80,14 @@ pub fn arg_components(path: &str, glob_from: Option<usize>) -> Vec<ArgComp<'_>> 
 /// one). A rule that starts with `**` (a file name anywhere, like `.env`) is not counted for what
 /// a recursive read contains: every directory could.
 pub fn could_reach(arg: &[ArgComp<'_>], rule: &[RuleComp], recursive: bool) -> bool {
-    let recursive = recursive && !matches!(rule.first(), Some(RuleComp::AnyDepth));
+    let recursive = recursive && !is_anywhere(rule);
     let mut budget = 10_000u32;
     reach(arg, rule, recursive, &mut budget)
+}
+
+/// Whether a rule names a file anywhere (`/**/.env`) rather than under a fixed directory.
+pub fn is_anywhere(rule: &[RuleComp]) -> bool {
+    matches!(rule.first(), Some(RuleComp::AnyDepth))
 }
 
 fn reach(arg: &[ArgComp<'_>], rule: &[RuleComp], recursive: bool, budget: &mut u32) -> bool {
@@ -108,6 +113,17 @@ fn comp_overlaps(a: ArgComp<'_>, r: &RuleComp) -> bool {
     match (a, r) {
         (ArgComp::Lit(a), RuleComp::Lit(r)) => a == r,
         (ArgComp::Lit(a), RuleComp::Glob(g, _)) => g.is_match(a),
+        (ArgComp::Glob(g), r) if g.contains('{') => match expand_braces(g) {
+            Some(alternatives) => alternatives.iter().any(|a| {
+                let a = if a.contains(['*', '?', '[']) {
+                    ArgComp::Glob(a)
+                } else {
+                    ArgComp::Lit(a)
+                };
+                comp_overlaps(a, r)
+            }),
+            None => true,
+        },
         (ArgComp::Glob(g), RuleComp::Lit(r)) => bash_glob_matches(g, r),
         (ArgComp::Glob(g), RuleComp::Glob(_, r)) => {
             // Two patterns: they could meet, unless the rule wants a dot file the glob cannot name.
@@ -115,6 +131,23 @@ fn comp_overlaps(a: ArgComp<'_>, r: &RuleComp) -> bool {
         }
         (_, RuleComp::AnyDepth) => true,
     }
+}
+
+/// `pre{a,b}post` → `prea`, `prebpost`… (one level; `None` for nested or unbalanced braces).
+fn expand_braces(glob: &str) -> Option<Vec<String>> {
+    let open = glob.find('{')?;
+    let close = open + glob[open..].find('}')?;
+    let inner = &glob[open + 1..close];
+    let (pre, post) = (&glob[..open], &glob[close + 1..]);
+    if inner.contains('{') || post.contains(['{', '}']) {
+        return None;
+    }
+    Some(
+        inner
+            .split(',')
+            .map(|alt| format!("{pre}{alt}{post}"))
+            .collect(),
+    )
 }
 
 /// Whether a bash glob component matches `name` (a leading `.` must be matched literally).
@@ -168,6 +201,12 @@ mod tests {
             false
         ));
         assert!(reaches("/etc/sha*", Some(5), "/etc/shadow*", false));
+        assert!(
+            reaches("/w/p/{x,.env}", Some(5), "/**/.env", false),
+            "braces name dot files"
+        );
+        assert!(!reaches("/w/p/{src,tests}", Some(5), "/**/.env.*", false));
+        assert!(!reaches("/w/p/src/{a,b}.rs", Some(9), "/**/id_rsa", false));
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod parse;
 pub(crate) use parse::excerpt_of;
 pub use parse::{PARSE_BUDGET, parse_counting};
 pub mod words;
-mod wrappers;
+pub(crate) mod wrappers;
 
 use crate::specs::Specs;
 pub use words::Word;

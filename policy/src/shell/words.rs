@@ -128,6 +128,16 @@ pub fn word_of(node: Node<'_>, src: &str, scope: &Scope) -> Word {
     // more): one allocation, not one per growth step.
     let mut out = Word::literal(String::with_capacity(node.byte_range().len()));
     append(node, src, scope, &mut out, true, false);
+    if node.kind() == "command_substitution"
+        && let Some(producer) = node
+            .named_child(0)
+            .filter(|_| node.named_child_count() == 1)
+            .and_then(|c| super::wrappers::producer_of(c, src))
+    {
+        // `$(git ls-files '*.rs')`: paths the policy rates where they are listed.
+        out.known_path = true;
+        out.dashless = producer == super::wrappers::Producer::Find;
+    }
     if out.glob_at.is_none() && has_braces(text(node, src)) {
         // `{a,b}` / `{1..3}`: brace expansion makes several words (a lone `{}` is literal).
         out.glob_at = Some(out.text.find('{').unwrap_or(0));

@@ -274,6 +274,19 @@ fn xargs(argv: Vec<Word>, walk: &mut Walk<'_>) {
         ..Word::default()
     };
     let mut inner: Vec<Word> = argv[at..].to_vec();
+    let runs_shell = inner.first().is_some_and(|w| {
+        let base = w.text.rsplit('/').next().unwrap_or(&w.text);
+        matches!(
+            base,
+            "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "mksh" | "eval"
+        )
+    });
+    if runs_shell {
+        walk.out.push(Finding::unresolved(
+            &joined(&inner),
+            "xargs hands its input to a shell",
+        ));
+    }
     match replace {
         Some(r) => {
             for w in &mut inner {
@@ -483,23 +496,46 @@ pub(super) fn reads_paths_from(node: Node<'_>, src: &str) -> Option<Producer> {
         return None;
     }
     let prev = node.prev_named_sibling()?;
-    if prev.kind() != "command" {
+    producer_of(prev, src)
+}
+
+/// Whether `node` is a command that prints only paths it read (and which kind): `find` without
+/// actions that print anything else, `git ls-files`, `git diff --name-only`, `rg --files`/`-l`,
+/// `grep -l`. Its words must all be known.
+pub(super) fn producer_of(node: Node<'_>, src: &str) -> Option<Producer> {
+    if node.kind() != "command" {
         return None;
     }
-    let text = src.get(prev.byte_range())?;
-    if text.contains(['$', '`', '\\', '\'', '"', '<', '>', '(']) {
-        return None;
+    let scope = super::words::Scope::default();
+    let mut words = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        match child.kind() {
+            "command_name" | "word" | "string" | "raw_string" | "concatenation" | "number" => {
+                let w = super::words::word_of(child, src, &scope);
+                if w.dynamic {
+                    return None;
+                }
+                words.push(w.text);
+            }
+            "comment" => {}
+            _ => return None,
+        }
     }
-    let words: Vec<&str> = text.split_whitespace().collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let has = |w: &str| words.contains(&w);
     match words.as_slice() {
-        ["find", ..] => {
-            let prints_other = words.iter().any(|w| {
+        ["find", rest @ ..] => {
+            let prints_other = rest.iter().any(|w| {
                 ["-printf", "-fprint", "-ls", "-fls", "-exec", "-ok"]
                     .iter()
                     .any(|p| w.starts_with(p))
             });
-            (!prints_other).then_some(Producer::Find)
+            let roots_plain = rest
+                .iter()
+                .take_while(|w| !w.starts_with('-') && !matches!(**w, "!" | "(" | ")"))
+                .all(|w| !w.is_empty());
+            (!prints_other && roots_plain).then_some(Producer::Find)
         }
         ["git", "ls-files", rest @ ..] if !rest.iter().any(|w| w.starts_with("--format")) => {
             Some(Producer::Paths)
@@ -508,10 +544,11 @@ pub(super) fn reads_paths_from(node: Node<'_>, src: &str) -> Option<Producer> {
         ["rg", ..] if has("--files") || has("-l") || has("--files-with-matches") => {
             Some(Producer::Paths)
         }
-        ["grep", ..]
-            if words
+        ["grep", rest @ ..]
+            if rest
                 .iter()
-                .any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('l')) =>
+                .any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('l'))
+                || has("--files-with-matches") =>
         {
             Some(Producer::Paths)
         }

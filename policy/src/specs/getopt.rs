@@ -456,7 +456,11 @@ fn validate(parsed: &Parsed<'_>, argv: &[Word]) -> Result<(), Problem> {
             format!("`{}` needs one of its listed operands here", spec.name),
         ));
     }
-    if let Some(max) = spec.max_args {
+    let listing = spec
+        .operands_with
+        .as_ref()
+        .is_some_and(|opts| Spec::given(parsed, opts));
+    if let Some(max) = spec.max_args.filter(|_| !listing) {
         if parsed.operands.len() > max {
             return Err(Problem::new(
                 parsed.operands[max].text,

@@ -61,6 +61,9 @@ struct RawSpec {
     requires: Option<Vec<String>>,
     check: Option<String>,
     recursive: Option<Vec<String>>,
+    #[serde(default)]
+    names_only: bool,
+    operands_with: Option<Vec<String>>,
     command_at: Option<usize>,
 }
 
@@ -226,6 +229,8 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
         requires: raw.requires.clone(),
         rest,
         check,
+        names_only: raw.names_only,
+        operands_with: raw.operands_with.clone(),
         recursive,
         command_at: raw.command_at,
     })

@@ -152,6 +152,10 @@ pub struct Spec {
     pub rest: Option<Box<Spec>>,
     /// A validator.
     pub check: Option<Check>,
+    /// It reads names and metadata only, not contents (`ls`, `stat`, `find`, `tree`).
+    pub names_only: bool,
+    /// Operands are allowed past `max_args` when one of these is given (`git tag -l PATTERN`).
+    pub operands_with: Option<Vec<String>>,
     /// When it recurses into directories.
     pub recursive: Recursive,
     /// For wrappers: the operand (0-based) where the wrapped command starts.

@@ -225,7 +225,6 @@ pub fn awk(parsed: &Parsed<'_>) -> Result<(), Problem> {
     let Some(program) = script.first().map(|a| a.text) else {
         return Err(problem("awk", "no program"));
     };
-    let prints = program.contains("print");
     let bad = if program.contains("system") {
         Some("calls system()")
     } else if program.contains("getline") {
@@ -234,7 +233,7 @@ pub fn awk(parsed: &Parsed<'_>) -> Result<(), Problem> {
         Some("has a pipe (which runs a command)")
     } else if program.contains('@') {
         Some("loads an extension or includes a file")
-    } else if prints && program.contains('>') {
+    } else if print_redirects(program) {
         Some("may redirect its output to a file")
     } else {
         None
@@ -243,6 +242,21 @@ pub fn awk(parsed: &Parsed<'_>) -> Result<(), Problem> {
         Some(why) => Err(problem(program, format!("the awk program {why}"))),
         None => Ok(()),
     }
+}
+
+/// Whether a `print`/`printf` statement holds a `>` (output redirection) before it ends.
+fn print_redirects(program: &str) -> bool {
+    let mut at = 0;
+    while let Some(pos) = program[at..].find("print") {
+        let start = at + pos;
+        let rest = &program[start..];
+        let end = rest.find([';', '}', '\n']).unwrap_or(rest.len());
+        if rest[..end].contains('>') {
+            return true;
+        }
+        at = start + 5;
+    }
+    false
 }
 
 /// `date [+FORMAT]`: an operand not starting with `+` sets the clock.
@@ -317,7 +331,13 @@ pub fn set(argv: &[Word]) -> Result<(), Problem> {
         let Some(letters) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) else {
             return Ok(()); // `set a b`: positional parameters
         };
-        if letters == "o" {
+        if let Some(flags) = letters.strip_suffix('o') {
+            if let Some(c) = flags.chars().find(|c| !"euxvfCbnET".contains(*c)) {
+                return Err(problem(
+                    t,
+                    format!("`set -{c}` changes how later commands run or what they see"),
+                ));
+            }
             match argv.get(i + 1) {
                 Some(n) if !n.may_differ() && NAMES.contains(&n.text.as_str()) => i += 2,
                 Some(n) => {
