@@ -198,6 +198,10 @@ pub struct BashRules {
 impl BashRules {
     /// The last rule whose pattern matches `line`.
     pub fn last_match(&self, line: &str) -> Option<&Rule> {
+        // Most commands match no rule: answer that without collecting matches.
+        if !self.set.is_match(line) {
+            return None;
+        }
         let idx = self
             .set
             .matches(line)

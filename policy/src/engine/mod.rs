@@ -18,7 +18,7 @@ use crate::shell::{self, Finding, excerpt_of};
 use crate::specs::Specs;
 use protocol::verdict::Verdict;
 use protocol::worker::ToolRequest;
-use reads::{Cwds, Protected};
+use reads::{Cwds, Prefilter, Protected};
 
 /// The built-in defaults, in config syntax.
 pub const DEFAULTS_TOML: &str = include_str!("../defaults.toml");
@@ -46,6 +46,9 @@ pub struct Policy {
     specs: Option<Specs>,
     /// Read rules stricter than allow, as components, for globs and recursive reads.
     protected: Vec<Protected>,
+    /// A literal piece of every read rule stricter than allow: a path containing none of them
+    /// is allowed by the catch-all `/**` rule without asking the glob sets (most arguments).
+    read_prefilter: Option<Prefilter>,
     shell: Shell,
 }
 
@@ -86,6 +89,7 @@ impl Policy {
             })?)
         };
         let protected = reads::protected(&read);
+        let read_prefilter = reads::prefilter(&read);
         Ok(Self {
             default,
             network: raw.network.unwrap_or(Verdict::Deny),
@@ -95,6 +99,7 @@ impl Policy {
             write: rules::compile_paths(RuleList::Write, raw.write)?,
             specs,
             protected,
+            read_prefilter,
             shell: Shell::Bash,
         })
     }
@@ -183,27 +188,63 @@ impl Policy {
         Decision::of(parts, "every part is allowed")
     }
 
-    /// The verdict, rule and reason for an absolute path by the `access` rules.
+    /// The verdict for an absolute path by the `access` rules, and the rule that decided (none:
+    /// the default).
+    fn verdict_of(
+        &self,
+        access: Access,
+        abs: &std::path::Path,
+        ctx: &Context<'_>,
+    ) -> (Verdict, Option<&rules::Rule>) {
+        if access == Access::Read
+            && let Some(pieces) = &self.read_prefilter
+            && let Some(text) = abs.to_str()
+            && !pieces.may_match(text)
+        {
+            return (Verdict::Allow, None);
+        }
+        let in_home = ctx.home.and_then(|h| abs.strip_prefix(h).ok());
+        let in_ws = abs.strip_prefix(ctx.workspace).ok();
+        let rules = match access {
+            Access::Read => &self.read,
+            Access::Write => &self.write,
+        };
+        match rules.last_match(abs, in_home, in_ws) {
+            Some(rule) => (rule.action, Some(rule)),
+            None => (self.default, None),
+        }
+    }
+
+    /// The verdict, rule and reason for an absolute path by the `access` rules. The words are
+    /// only written by callers that keep them (reasons were most of a verdict's time).
     fn rate_abs(
         &self,
         access: Access,
         abs: &std::path::Path,
         ctx: &Context<'_>,
     ) -> (Verdict, String, String) {
-        let in_home = ctx.home.and_then(|h| abs.strip_prefix(h).ok());
-        let in_ws = abs.strip_prefix(ctx.workspace).ok();
-        let (rules, verb, list) = match access {
-            Access::Read => (&self.read, "reading", "read"),
-            Access::Write => (&self.write, "writing", "write"),
+        let (verdict, rule) = self.verdict_of(access, abs, ctx);
+        let (rule_name, why) = self.explain(access, abs, rule);
+        (verdict, rule_name, why)
+    }
+
+    /// The rule's name and the reason for `abs` under it.
+    fn explain(
+        &self,
+        access: Access,
+        abs: &std::path::Path,
+        rule: Option<&rules::Rule>,
+    ) -> (String, String) {
+        let (verb, list) = match access {
+            Access::Read => ("reading", "read"),
+            Access::Write => ("writing", "write"),
         };
-        match rules.last_match(abs, in_home, in_ws) {
+        match rule {
             Some(rule) => (
-                rule.action,
                 rule.to_string(),
                 format!("{verb} {} matches {rule}", abs.display()),
             ),
             None => (
-                self.default,
                 "the default".into(),
                 format!(
                     "{verb} {} matches no {list} rule; the default is {}",

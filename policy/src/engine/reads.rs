@@ -62,6 +62,57 @@ pub(super) struct How {
     pub names_only: bool,
 }
 
+/// The literal pieces of the read rules stricter than allow, when every such rule has one (of
+/// at least three characters) and the rules end with nothing stricter than the catch-all `/**`
+/// allow that would apply to other paths; `None` otherwise (then every path is matched in full).
+pub(super) fn prefilter(read: &PathRules) -> Option<Prefilter> {
+    let catch_all = read
+        .rules
+        .iter()
+        .position(|r| r.pattern == "/**" && r.action == Verdict::Allow)?;
+    let mut pieces = Vec::new();
+    for (i, rule) in read.rules.iter().enumerate() {
+        if rule.action == Verdict::Allow {
+            continue;
+        }
+        if i < catch_all {
+            return None; // overridden by the catch-all; keep the exact rules in charge
+        }
+        let longest = rule
+            .pattern
+            .split(['/', '*', '?', '[', ']', '{', '}', ',', '~'])
+            .max_by_key(|p| p.len())
+            .filter(|p| p.len() >= 3)?;
+        pieces.push(longest.to_owned());
+    }
+    let mut by_first: Vec<Vec<Box<str>>> = vec![Vec::new(); 256];
+    for p in pieces {
+        if let Some(&b) = p.as_bytes().first() {
+            by_first[usize::from(b)].push(p.into_boxed_str());
+        }
+    }
+    Some(Prefilter { by_first })
+}
+
+/// Literal pieces of the protected read rules, by first byte: one pass over a path finds
+/// whether it holds any.
+#[derive(Debug, Clone)]
+pub(super) struct Prefilter {
+    by_first: Vec<Vec<Box<str>>>,
+}
+
+impl Prefilter {
+    /// Whether `text` contains one of the pieces (then the rules decide).
+    pub(super) fn may_match(&self, text: &str) -> bool {
+        let bytes = text.as_bytes();
+        bytes.iter().enumerate().any(|(i, &b)| {
+            self.by_first[usize::from(b)]
+                .iter()
+                .any(|p| bytes[i..].starts_with(p.as_bytes()))
+        })
+    }
+}
+
 /// The directories relative paths may be read from: the workspace and every `cd` target in the
 /// command (a `cd` in a subshell ends with it, so all are kept), or unknown.
 #[derive(Debug, Clone)]
@@ -196,8 +247,9 @@ impl Policy {
         };
         let glob = word.has_glob();
         for abs in paths {
-            let (verdict, rule, why) = self.rate_abs(Access::Read, &abs, ctx);
+            let (verdict, decided) = self.verdict_of(Access::Read, &abs, ctx);
             if verdict > Verdict::Allow {
+                let (rule, why) = self.explain(Access::Read, &abs, decided);
                 parts.push(Part {
                     verdict,
                     rule,
@@ -229,10 +281,11 @@ impl Policy {
         let arg = reach::arg_components(abs_text, glob.then_some(0));
         let home = ctx.home.map(reach::anchor_components);
         let ws = reach::anchor_components(ctx.workspace);
+        let root: Vec<RuleComp> = Vec::new();
         let mut worst: Option<&Protected> = None;
         for p in &self.protected {
             let anchor: &[RuleComp] = match p.anchor {
-                Anchor::Root => &[],
+                Anchor::Root => &root,
                 Anchor::Home => match &home {
                     Some(h) => h,
                     None => continue,
@@ -243,8 +296,7 @@ impl Policy {
                 // Listing names (ls, stat, find) reads no file a name-anywhere rule protects.
                 continue;
             }
-            let full: Vec<RuleComp> = anchor.iter().chain(p.comps.iter()).cloned().collect();
-            if reach::could_reach(&arg, &full, recursive)
+            if reach::could_reach(&arg, anchor, &p.comps, recursive)
                 && worst.is_none_or(|w| p.action > w.action)
             {
                 worst = Some(p);

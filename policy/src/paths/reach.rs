@@ -79,10 +79,33 @@ pub fn arg_components(path: &str, glob_from: Option<usize>) -> Vec<ArgComp<'_>> 
 /// Whether the argument could name a path the rule matches (or, `recursive`, a directory holding
 /// one). A rule that starts with `**` (a file name anywhere, like `.env`) is not counted for what
 /// a recursive read contains: every directory could.
-pub fn could_reach(arg: &[ArgComp<'_>], rule: &[RuleComp], recursive: bool) -> bool {
-    let recursive = recursive && !is_anywhere(rule);
+pub fn could_reach(
+    arg: &[ArgComp<'_>],
+    anchor: &[RuleComp],
+    rule: &[RuleComp],
+    recursive: bool,
+) -> bool {
+    let rule = Chain(anchor, rule);
+    let recursive = recursive && !(anchor.is_empty() && is_anywhere(rule.1));
     let mut budget = 10_000u32;
-    reach(arg, rule, recursive, &mut budget)
+    reach(arg, rule, 0, recursive, &mut budget)
+}
+
+/// A rule's components after its anchor's, without copying either.
+#[derive(Debug, Clone, Copy)]
+struct Chain<'a>(&'a [RuleComp], &'a [RuleComp]);
+
+impl Chain<'_> {
+    fn get(&self, i: usize) -> Option<&RuleComp> {
+        match i.checked_sub(self.0.len()) {
+            None => self.0.get(i),
+            Some(j) => self.1.get(j),
+        }
+    }
+
+    fn rest_is_any_depth(&self, from: usize) -> bool {
+        (from..self.0.len() + self.1.len()).all(|i| matches!(self.get(i), Some(RuleComp::AnyDepth)))
+    }
 }
 
 /// Whether a rule names a file anywhere (`/**/.env`) rather than under a fixed directory.
@@ -90,20 +113,27 @@ pub fn is_anywhere(rule: &[RuleComp]) -> bool {
     matches!(rule.first(), Some(RuleComp::AnyDepth))
 }
 
-fn reach(arg: &[ArgComp<'_>], rule: &[RuleComp], recursive: bool, budget: &mut u32) -> bool {
+fn reach(
+    arg: &[ArgComp<'_>],
+    rule: Chain<'_>,
+    at: usize,
+    recursive: bool,
+    budget: &mut u32,
+) -> bool {
     if *budget == 0 {
         return true; // too much to decide: say it could
     }
     *budget -= 1;
-    match (arg.first(), rule.first()) {
+    match (arg.first(), rule.get(at)) {
         (None, None) => true,
-        (None, Some(_)) => recursive || rule.iter().all(|r| matches!(r, RuleComp::AnyDepth)),
+        (None, Some(_)) => recursive || rule.rest_is_any_depth(at),
         (Some(_), None) => false,
         (Some(_), Some(RuleComp::AnyDepth)) => {
-            reach(arg, &rule[1..], recursive, budget) || reach(&arg[1..], rule, recursive, budget)
+            reach(arg, rule, at + 1, recursive, budget)
+                || reach(&arg[1..], rule, at, recursive, budget)
         }
         (Some(a), Some(r)) => {
-            comp_overlaps(*a, r) && reach(&arg[1..], &rule[1..], recursive, budget)
+            comp_overlaps(*a, r) && reach(&arg[1..], rule, at + 1, recursive, budget)
         }
     }
 }
@@ -168,6 +198,7 @@ mod tests {
     fn reaches(arg: &str, glob_from: Option<usize>, rule: &str, recursive: bool) -> bool {
         could_reach(
             &arg_components(arg, glob_from),
+            &[],
             &rule_components(rule),
             recursive,
         )

@@ -13,8 +13,8 @@ fn text<'a>(node: Node<'_>, src: &'a str) -> &'a str {
 }
 
 /// Why `node` (not a simple command) can run code hidden in a value, if it can.
-pub fn evaluates_code(node: Node<'_>, src: &str) -> Option<&'static str> {
-    match node.kind() {
+pub fn evaluates_code(node: Node<'_>, kind: &str, src: &str) -> Option<&'static str> {
+    match kind {
         "arithmetic_expansion" if mentions_names(node) => {
             Some("arithmetic on variables can run commands hidden in their values")
         }
@@ -140,9 +140,12 @@ fn expansion_evaluates(t: &str) -> Option<&'static str> {
 /// Why `node` reads so differently in a POSIX shell that a worker not running bash would run
 /// something else, if it does: `$'\''…'` (dash ends the quote at `\'`) and `<`/`>` in `[[ ]]`
 /// (a redirection in dash). Rare in real commands, and asked whatever the shell.
-pub fn splits_in_posix(node: Node<'_>, src: &str) -> Option<&'static str> {
+pub fn splits_in_posix(node: Node<'_>, kind: &str, src: &str) -> Option<&'static str> {
+    if !matches!(kind, "ansi_c_string" | "test_command") {
+        return None;
+    }
     let t = text(node, src);
-    match node.kind() {
+    match kind {
         "ansi_c_string" if t.contains("\\'") => Some(
             "`$'…\\'…'` ends at a different quote in sh than in bash; the policy does not rely on which shell runs it",
         ),
@@ -155,10 +158,10 @@ pub fn splits_in_posix(node: Node<'_>, src: &str) -> Option<&'static str> {
 
 /// Why `node` means something else, or nothing, to a POSIX shell, if it does (for a worker
 /// without bash: every such construct asks).
-pub fn bash_only(node: Node<'_>, src: &str) -> Option<&'static str> {
+pub fn bash_only(node: Node<'_>, kind: &str, src: &str) -> Option<&'static str> {
     let t = text(node, src);
     let why = "a bash construct, and the shell that runs the command is not bash";
-    match node.kind() {
+    match kind {
         "ansi_c_string"
         | "translated_string"
         | "process_substitution"

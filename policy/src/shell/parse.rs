@@ -125,8 +125,10 @@ pub(super) fn analyze_text(text: &str, walk: &mut Walk<'_>) {
             break;
         }
         let node = cursor.node();
-        visit(node, text, walk);
-        if holds_more(node, text) && cursor.goto_first_child() {
+        // `kind()` measures and checks a C string each call: once per node.
+        let kind = node.kind();
+        visit(node, kind, text, walk);
+        if holds_more(node, kind, text) && cursor.goto_first_child() {
             continue;
         }
         while !cursor.goto_next_sibling() {
@@ -174,8 +176,8 @@ fn continuations_are_quoted(root: Node<'_>, text: &str) -> bool {
 /// redirection or process substitution (`<`, `>`), a subscript or `[[ ]]` (`[`), a parse error or
 /// a missing token — needs one of those characters or an error in the subtree. Plain commands are
 /// most of a compound command's tree, and stepping through their words was a third of the walk.
-fn holds_more(node: Node<'_>, src: &str) -> bool {
-    node.kind() != "command"
+fn holds_more(node: Node<'_>, kind: &str, src: &str) -> bool {
+    kind != "command"
         || node.has_error()
         || src.get(node.byte_range()).is_none_or(|t| {
             t.bytes()
@@ -205,16 +207,16 @@ pub(crate) fn excerpt_of(text: &str) -> String {
     format!("{}…", &text[..end])
 }
 
-fn visit(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
+fn visit(node: Node<'_>, kind: &str, src: &str, walk: &mut Walk<'_>) {
     if walk.posix
-        && let Some(why) = bashisms::bash_only(node, src)
+        && let Some(why) = bashisms::bash_only(node, kind, src)
     {
         walk.out.push(Finding::unresolved(&excerpt(node, src), why));
     }
-    if let Some(why) = bashisms::splits_in_posix(node, src) {
+    if let Some(why) = bashisms::splits_in_posix(node, kind, src) {
         walk.out.push(Finding::unresolved(&excerpt(node, src), why));
     }
-    match node.kind() {
+    match kind {
         "command" => command(node, src, walk),
         "declaration_command" => declaration(node, src, walk),
         "unset_command" => {
@@ -240,7 +242,7 @@ fn visit(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
             "the command is incomplete",
         )),
         _ => {
-            if let Some(why) = bashisms::evaluates_code(node, src) {
+            if let Some(why) = bashisms::evaluates_code(node, kind, src) {
                 walk.out.push(Finding::unresolved(&excerpt(node, src), why));
             }
         }
@@ -401,7 +403,11 @@ fn command(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
         return;
     }
     walk.in_loop = argv[0].text == "cd" && in_loop_or_function(node);
-    walk.stdin_paths = super::wrappers::reads_paths_from(node, src);
+    walk.stdin_paths = if argv[0].text == "xargs" {
+        super::wrappers::reads_paths_from(node, src)
+    } else {
+        None
+    };
     expand_command(argv, walk);
     walk.in_loop = false;
     walk.stdin_paths = None;
