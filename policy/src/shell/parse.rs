@@ -128,7 +128,7 @@ pub(super) fn analyze_text(text: &str, walk: &mut Walk<'_>) {
         // `kind()` measures and checks a C string each call: once per node.
         let kind = node.kind();
         visit(node, kind, text, walk);
-        if holds_more(node, kind, text) && cursor.goto_first_child() {
+        if (walk.posix || holds_more(node, kind, text)) && cursor.goto_first_child() {
             continue;
         }
         while !cursor.goto_next_sibling() {
