@@ -145,7 +145,10 @@ impl Policy {
         let recursive = match &spec.recursive {
             Recursive::Never => false,
             Recursive::Always => true,
-            Recursive::With(opts) => Spec::given(parsed, opts),
+            // A word that may become an option may become the one that recurses (`ls {-R,~}`).
+            Recursive::With(opts) => {
+                Spec::given(parsed, opts) || parsed.operands.iter().any(|a| a.word.may_be_option())
+            }
         };
         if spec.args == Args::Paths {
             // The pattern or script comes first; a pattern bash may expand into file names does not.
@@ -163,6 +166,13 @@ impl Policy {
             for a in operands {
                 any = true;
                 self.rate_arg(a.text, a.word, how, line, ctx, cwds, parts);
+                // `git show REV:PATH` reads PATH as it was at REV.
+                if spec.family == Family::Git
+                    && let Some((_, path)) = a.text.split_once(':')
+                    && !path.is_empty()
+                {
+                    self.rate_arg(path, a.word, how, line, ctx, cwds, parts);
+                }
             }
             if recursive && !any && spec.style != Style::Go {
                 self.rate_arg(".", &Word::literal("."), how, line, ctx, cwds, parts);

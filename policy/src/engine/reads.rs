@@ -172,6 +172,56 @@ impl Cwds {
     }
 }
 
+/// The words brace expansion makes of `text` (every `{a,b}` group, nested ones too); `None` past
+/// 64 words or for braces that do not balance.
+fn expand_braces(text: &str) -> Option<Vec<String>> {
+    let bytes = text.as_bytes();
+    let Some(open) = bytes.iter().position(|&b| b == b'{') else {
+        return Some(vec![text.to_owned()]);
+    };
+    // The matching close, and the top-level commas in between.
+    let (mut depth, mut close, mut commas) = (0usize, None, Vec::new());
+    for (i, &b) in bytes.iter().enumerate().skip(open) {
+        match b {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(i);
+                    break;
+                }
+            }
+            b',' if depth == 1 => commas.push(i),
+            _ => {}
+        }
+    }
+    let close = close?;
+    let (pre, post) = (&text[..open], &text[close + 1..]);
+    if commas.is_empty() {
+        // `{x}` or `{1..3}`: a sequence or a literal; leave ranges to the glob check.
+        let rest = expand_braces(post)?;
+        return Some(
+            rest.into_iter()
+                .map(|r| format!("{pre}{}{r}", &text[open..=close]))
+                .collect(),
+        );
+    }
+    let mut bounds = vec![open];
+    bounds.extend(&commas);
+    bounds.push(close);
+    let mut out = Vec::new();
+    for pair in bounds.windows(2) {
+        let alt = &text[pair[0] + 1..pair[1]];
+        for word in expand_braces(&format!("{pre}{alt}{post}"))? {
+            out.push(word);
+            if out.len() > 64 {
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Where a path word leads from every possible working directory; `Err` with why when the
 /// policy cannot say.
 fn places(text: &str, cwds: &Cwds, ctx: &Context<'_>) -> Result<Vec<PathBuf>, &'static str> {
@@ -229,6 +279,35 @@ impl Policy {
                 });
             }
             return;
+        }
+        if word.has_glob() && text.contains('{') {
+            // Brace expansion comes first, and each alternative is tilde-expanded on its own:
+            // `{x,~/.ssh/id_rsa}` reads the key.
+            match expand_braces(text) {
+                Some(alternatives) if alternatives.len() > 1 || alternatives[0] != text => {
+                    for alt in &alternatives {
+                        self.rate_arg(alt, word, how, line, ctx, cwds, parts);
+                    }
+                    return;
+                }
+                Some(_) => {}
+                None => {
+                    parts.push(Part {
+                        verdict: Verdict::Ask,
+                        rule: "shell analysis".into(),
+                        why: format!(
+                            "`{}`: `{}` has braces the policy does not expand",
+                            excerpt_of(line),
+                            excerpt_of(text)
+                        ),
+                        key: ApprovalKey::Construct {
+                            text: format!("{line} / {text}"),
+                            why: "braces the policy does not expand".into(),
+                        },
+                    });
+                    return;
+                }
+            }
         }
         let paths = match places(text, cwds, ctx) {
             Ok(paths) => paths,
@@ -292,7 +371,7 @@ impl Policy {
                 },
                 Anchor::Workspace => &ws,
             };
-            if how.names_only && !recursive && reach::is_anywhere(&p.comps) {
+            if how.names_only && reach::is_anywhere(&p.comps) {
                 // Listing names (ls, stat, find) reads no file a name-anywhere rule protects.
                 continue;
             }
