@@ -165,7 +165,7 @@ impl Policy {
             Some(specs) => shell::analyze_as(command, specs, self.shell == Shell::Posix),
             None => shell::analyze_as(command, &Specs::empty(), self.shell == Shell::Posix),
         };
-        let cwds = Cwds::of(&analysis.findings, ctx);
+        let cwds = Cwds::of(&analysis.findings, ctx).with_prefilter(self.read_prefilter.as_ref());
         let mut parts = Vec::new();
         for finding in &analysis.findings {
             if parts.len() > 200 {

@@ -119,6 +119,8 @@ impl Prefilter {
 pub(super) struct Cwds {
     dirs: Vec<PathBuf>,
     unknown: bool,
+    /// No directory holds a piece of a protected read rule (see [`Prefilter`]).
+    clean: bool,
 }
 
 impl Cwds {
@@ -126,6 +128,7 @@ impl Cwds {
         let mut cwds = Self {
             dirs: vec![ctx.workspace.to_path_buf()],
             unknown: false,
+            clean: false,
         };
         for f in findings {
             let Finding::Command(c) = f else { continue };
@@ -163,6 +166,16 @@ impl Cwds {
             }
         }
         cwds
+    }
+
+    /// Notes whether every directory is free of protected pieces.
+    pub(super) fn with_prefilter(mut self, prefilter: Option<&Prefilter>) -> Self {
+        self.clean = prefilter.is_some_and(|p| {
+            self.dirs
+                .iter()
+                .all(|d| d.to_str().is_some_and(|t| !p.may_match(t)))
+        });
+        self
     }
 
     fn add(&mut self, dir: PathBuf) {
@@ -262,6 +275,22 @@ impl Policy {
         parts: &mut Vec<Part>,
     ) {
         let recursive = how.recursive;
+        // Most arguments: a plain relative path whose text and whose directories hold no piece
+        // of a protected rule. Pieces never hold a `/`, so joining cannot make one, and folding
+        // `..` only removes text: allowed without building the path.
+        if !word.dynamic
+            && !word.has_glob()
+            && !recursive
+            && cwds.clean
+            && !cwds.unknown
+            && !text.starts_with(['/', '~'])
+            && self
+                .read_prefilter
+                .as_ref()
+                .is_some_and(|p| !p.may_match(text))
+        {
+            return;
+        }
         if word.dynamic {
             if !word.known_path {
                 parts.push(Part {
