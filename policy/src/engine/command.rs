@@ -193,7 +193,7 @@ impl Policy {
     ) {
         for (option, values) in &parsed.options {
             // `git -C DIR` reads the repository there, whatever it holds.
-            let recursive = option == "-C" && parsed.spec.name.starts_with("git");
+            let recursive = *option == "-C" && parsed.spec.name.starts_with("git");
             for v in values {
                 if v.word.dynamic && parsed.spec.args == Args::Text {
                     continue;

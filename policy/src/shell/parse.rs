@@ -383,16 +383,34 @@ fn only_expanded(body: &str, name: &str) -> bool {
     true
 }
 
+/// The ids of the `name` and `argument` fields of a command: comparing ids spares reading the
+/// field's name (a C string measured and checked on every call).
+fn word_fields() -> (Option<std::num::NonZeroU16>, Option<std::num::NonZeroU16>) {
+    static FIELDS: std::sync::OnceLock<(
+        Option<std::num::NonZeroU16>,
+        Option<std::num::NonZeroU16>,
+    )> = std::sync::OnceLock::new();
+    *FIELDS.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
+        (
+            language.field_id_for_name("name"),
+            language.field_id_for_name("argument"),
+        )
+    })
+}
+
 fn command(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
     let mut argv = Vec::new();
+    let (name_field, argument_field) = word_fields();
     let mut cursor = node.walk();
     if cursor.goto_first_child() {
         loop {
             let child = cursor.node();
-            match cursor.field_name() {
-                Some("name") | Some("argument") => argv.push(word_of(child, src, &walk.scope)),
-                _ if child.kind() == "variable_assignment" => prefix_assignment(child, src, walk),
-                _ => {}
+            let field = cursor.field_id();
+            if field.is_some() && (field == name_field || field == argument_field) {
+                argv.push(word_of(child, src, &walk.scope));
+            } else if child.kind() == "variable_assignment" {
+                prefix_assignment(child, src, walk);
             }
             if !cursor.goto_next_sibling() {
                 break;

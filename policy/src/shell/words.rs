@@ -127,8 +127,9 @@ pub fn word_of(node: Node<'_>, src: &str, scope: &Scope) -> Word {
     // Quote removal only shortens the text (a description of an expansion is at most 120 bytes
     // more): one allocation, not one per growth step.
     let mut out = Word::literal(String::with_capacity(node.byte_range().len()));
-    append(node, src, scope, &mut out, true, false);
-    if node.kind() == "command_substitution"
+    let kind = node.kind();
+    append_kind(node, kind, src, scope, &mut out, true, false);
+    if kind == "command_substitution"
         && let Some(producer) = node
             .named_child(0)
             .filter(|_| node.named_child_count() == 1)
@@ -174,7 +175,19 @@ fn simple_variable<'a>(node: Node<'_>, src: &'a str) -> Option<&'a str> {
 }
 
 fn append(node: Node<'_>, src: &str, scope: &Scope, out: &mut Word, first: bool, quoted: bool) {
-    match node.kind() {
+    append_kind(node, node.kind(), src, scope, out, first, quoted);
+}
+
+fn append_kind(
+    node: Node<'_>,
+    kind: &str,
+    src: &str,
+    scope: &Scope,
+    out: &mut Word,
+    first: bool,
+    quoted: bool,
+) {
+    match kind {
         "word" | "number" | "command_name" if node.named_child_count() == 0 => {
             let Some(raw) = src.get(node.byte_range()) else {
                 // Not on a character boundary of the original text: do not guess its value.
@@ -241,7 +254,7 @@ fn append(node: Node<'_>, src: &str, scope: &Scope, out: &mut Word, first: bool,
             if !quoted {
                 out.split = true;
             }
-            if node.kind() == "brace_expression" && out.glob_at.is_none() {
+            if kind == "brace_expression" && out.glob_at.is_none() {
                 out.glob_at = Some(out.text.len());
             }
             // Only a description from here on: keep it short, so nested substitutions do not

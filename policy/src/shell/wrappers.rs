@@ -245,7 +245,7 @@ fn python(argv: Vec<Word>, walk: &mut Walk<'_>) {
 
 /// The replace string of `xargs -I R` / `-i[R]` / `--replace[=R]`.
 fn replace_string(parsed: &Parsed<'_>) -> Option<String> {
-    parsed.options.iter().find_map(|(o, v)| match o.as_str() {
+    parsed.options.iter().find_map(|(o, v)| match *o {
         "-I" | "-i" | "--replace" => Some(v.first().map_or("{}", |a| a.text).to_owned()),
         _ => None,
     })

@@ -38,7 +38,7 @@ pub struct Parsed<'w> {
     /// The spec it was read against (a subcommand's, when there is one).
     pub spec: &'w Spec,
     /// Options given, by canonical name, with their values.
-    pub options: Vec<(String, Vec<Arg<'w>>)>,
+    pub options: Vec<(&'w str, Vec<Arg<'w>>)>,
     /// Operands, in order (the subcommand name excluded).
     pub operands: Vec<Arg<'w>>,
     /// For a wrapper: the index in the command line where the wrapped command starts.
@@ -50,7 +50,7 @@ pub struct Parsed<'w> {
 impl Parsed<'_> {
     /// Whether the option `name` (canonical) was given.
     pub fn has(&self, name: &str) -> bool {
-        self.options.iter().any(|(o, _)| o == name)
+        self.options.iter().any(|(o, _)| *o == name)
     }
 }
 
@@ -239,7 +239,7 @@ fn long<'w>(
                 }],
                 None => Vec::new(),
             };
-            parsed.options.push((name.to_owned(), values));
+            parsed.options.push((name, values));
             return Ok(at + 1);
         }
         Err(problem) => return Err(problem),
@@ -304,27 +304,34 @@ fn short<'w>(
     let w = &argv[at];
     let letters = &w.text[1..];
     if spec.numeric && letters.bytes().all(|b| b.is_ascii_digit()) {
-        parsed.options.push(("-NUM".to_owned(), Vec::new()));
+        parsed.options.push(("-NUM", Vec::new()));
         return Ok(at + 1);
     }
+    let mut key = String::with_capacity(5);
     for (pos, c) in letters.char_indices() {
-        let name = format!("-{c}");
-        let Some(opt) = spec.opts.get(&name) else {
+        key.clear();
+        key.push('-');
+        key.push(c);
+        let Some(opt) = spec.opts.get(&key) else {
             if spec.safe_options {
-                parsed.options.push((name, Vec::new()));
+                // Harmless whatever it is; recorded by its letter.
+                parsed
+                    .options
+                    .push((&letters[pos..pos + c.len_utf8()], Vec::new()));
                 continue;
             }
-            return Err(unknown(spec, &name));
+            return Err(unknown(spec, &key));
         };
-        refuse(opt, &name)?;
+        let name = key.as_str();
+        refuse(opt, name)?;
         if opt.arity == Arity::None {
-            parsed.options.push((name, Vec::new()));
+            parsed.options.push((opt.name.as_str(), Vec::new()));
             continue;
         }
         let rest_at = 1 + pos + c.len_utf8();
         let rest = &w.text[rest_at..];
         let attached = (!rest.is_empty() || opt.arity == Arity::Optional).then_some(rest);
-        return take_values(opt, w, attached, argv, at, parsed, &name);
+        return take_values(opt, w, attached, argv, at, parsed, name);
     }
     Ok(at + 1)
 }
@@ -354,7 +361,7 @@ fn single_dash_long<'w>(
             ));
         }
         parsed.exec.push(start..end);
-        parsed.options.push((t.to_owned(), Vec::new()));
+        parsed.options.push((t, Vec::new()));
         return Ok(end + 1);
     }
     let (name, attached) = match (spec.style, t.split_once('=')) {
@@ -371,7 +378,7 @@ fn single_dash_long<'w>(
     refuse(opt, name)?;
     if opt.arity == Arity::None {
         // Go accepts `-v=true` for booleans.
-        parsed.options.push((key, Vec::new()));
+        parsed.options.push((opt.name.as_str(), Vec::new()));
         return Ok(at + 1);
     }
     take_values(opt, w, attached, argv, at, parsed, &key)
@@ -379,7 +386,7 @@ fn single_dash_long<'w>(
 
 /// Records `opt` with its values: `attached` (from the same word) or the next words.
 fn take_values<'w>(
-    opt: &Opt,
+    opt: &'w Opt,
     w: &'w Word,
     attached: Option<&'w str>,
     argv: &'w [Word],
@@ -387,7 +394,7 @@ fn take_values<'w>(
     parsed: &mut Parsed<'w>,
     written: &str,
 ) -> Result<usize, Problem> {
-    let canonical = opt.name.clone();
+    let canonical = opt.name.as_str();
     match (opt.arity, attached) {
         (Arity::None, Some(_)) => Err(Problem::new(written, format!("`{written}` takes no value"))),
         (Arity::None, None) | (Arity::Optional, None) => {

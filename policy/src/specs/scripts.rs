@@ -17,7 +17,7 @@ fn script_of<'w>(parsed: &Parsed<'w>, script_opts: &[&str]) -> Result<Vec<Arg<'w
     let given: Vec<Arg<'w>> = parsed
         .options
         .iter()
-        .filter(|(o, _)| script_opts.contains(&o.as_str()))
+        .filter(|(o, _)| script_opts.contains(o))
         .flat_map(|(_, v)| v.iter().copied())
         .collect();
     let script = if given.is_empty() {
@@ -379,7 +379,7 @@ pub fn read(parsed: &Parsed<'_>) -> Result<(), Problem> {
         parsed
             .options
             .iter()
-            .filter(|(o, _)| o == "-a")
+            .filter(|(o, _)| *o == "-a")
             .flat_map(|(_, v)| v.iter().copied()),
     );
     for a in names {
