@@ -142,7 +142,7 @@ fn a_config_file_applies_and_a_broken_one_is_refused_with_file_and_line() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("{}:3: bash rule 1", bad.display())),
+        err.contains(&format!("{}:3: bash rule ", bad.display())) && err.contains("(\"rm [\")"),
         "{err}"
     );
     let out = agentd()

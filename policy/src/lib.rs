@@ -4,17 +4,20 @@
 //! Pure: no I/O beyond parsing configuration text, so it can be fuzzed and benchmarked alone.
 //!
 //! Layout: [`rules`] (the TOML model, validation, compiled glob sets) · `defaults.toml` (the built-in
-//! rules, in config syntax) · [`shell`] (bash text → every simple command it would run, via
-//! tree-sitter-bash) · [`paths`] (lexical path resolution) · [`engine`] (rating, strictest wins) ·
-//! [`mode`] (verdict × approval mode → action).
+//! rules, in config syntax) · [`specs`] (per-command option specs, as data, and a getopt that reads
+//! command lines the way the programs do) · [`shell`] (bash text → every simple command it would
+//! run, via tree-sitter-bash) · [`paths`] (lexical path resolution, globs and recursive reads
+//! against protected patterns) · [`engine`] (rating, structured decisions, the remembered
+//! approvals) · [`mode`] (verdict × approval mode → action).
 
 pub mod engine;
 pub mod mode;
 pub mod paths;
 pub mod rules;
 pub mod shell;
+pub mod specs;
 
-pub use engine::{Access, DEFAULTS_TOML, Decision, Policy};
+pub use engine::{Access, ApprovalKey, Approvals, DEFAULTS_TOML, Decision, Part, Policy, Shell};
 pub use mode::{Action, action};
 pub use paths::Context;
 pub use protocol::verdict::{ApprovalMode, Verdict};

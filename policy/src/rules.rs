@@ -67,6 +67,9 @@ pub struct PolicyConfig {
     pub defaults: Option<Spanned<String>>,
     /// Whether tools may use the network: `allow` or `deny`.
     pub network: Option<Spanned<Verdict>>,
+    /// Builds, tests and linters run the project's own code: `allow` (the default; the sandbox
+    /// holds that code) or `ask`.
+    pub project_code: Option<Spanned<Verdict>>,
     /// Rules for bash commands.
     #[serde(default)]
     pub bash: Vec<Spanned<BashRuleConfig>>,
@@ -183,7 +186,7 @@ impl fmt::Display for Rule {
 
 /// Compiled bash rules: one glob set, the last match wins.
 #[derive(Debug, Clone)]
-pub(crate) struct BashRules {
+pub struct BashRules {
     /// The rules in order.
     pub rules: Vec<Rule>,
     /// Every glob of every rule.
@@ -195,6 +198,10 @@ pub(crate) struct BashRules {
 impl BashRules {
     /// The last rule whose pattern matches `line`.
     pub fn last_match(&self, line: &str) -> Option<&Rule> {
+        // Most commands match no rule: answer that without collecting matches.
+        if !self.set.is_match(line) {
+            return None;
+        }
         let idx = self
             .set
             .matches(line)
@@ -215,7 +222,7 @@ enum Anchor {
 
 /// Compiled path rules: one glob set per anchor, the last match (over all three) wins.
 #[derive(Debug, Clone)]
-pub(crate) struct PathRules {
+pub struct PathRules {
     /// The rules in order.
     pub rules: Vec<Rule>,
     sets: [(GlobSet, Vec<usize>); 3],
@@ -249,6 +256,9 @@ impl PathRules {
 pub(crate) struct RawRules {
     pub default: Option<Verdict>,
     pub network: Option<Verdict>,
+    pub project_code: Option<Verdict>,
+    /// The built-in option specs were dropped (`defaults = "replace"`).
+    pub no_specs: bool,
     pub bash: Vec<(BashRuleConfig, Origin)>,
     pub read: Vec<(PathRuleConfig, Origin)>,
     pub write: Vec<(PathRuleConfig, Origin)>,
@@ -296,6 +306,7 @@ pub(crate) fn load_into(
         match mode.get_ref().as_str() {
             "extend" => {}
             "replace" => {
+                raw.no_specs = !origin_builtin;
                 raw.bash.clear();
                 raw.read.clear();
                 raw.write.clear();
@@ -323,6 +334,17 @@ pub(crate) fn load_into(
             });
         }
         raw.network = Some(*network.get_ref());
+    }
+    if let Some(project) = &config.project_code {
+        if *project.get_ref() == Verdict::Deny {
+            return Err(PolicyError::Value {
+                file: file.to_owned(),
+                line: line_col(text, project.span().start).0,
+                key: "policy.project_code",
+                message: "\"deny\" is not supported for project_code; use \"allow\" or \"ask\" (deny build commands with bash rules)".into(),
+            });
+        }
+        raw.project_code = Some(*project.get_ref());
     }
     for rule in config.bash {
         let at = rule.span().start;

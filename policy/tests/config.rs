@@ -252,3 +252,51 @@ read = [{ path = "secrets/**", action = "deny" }]
         Verdict::Allow
     );
 }
+
+#[test]
+fn project_code_can_be_set_to_ask() {
+    let p = Policy::from_config("[policy]\nproject_code = \"ask\"\n", "c.toml").unwrap();
+    for command in [
+        "cargo test",
+        "npm run lint",
+        "pytest -q",
+        "make test",
+        "go vet ./...",
+    ] {
+        let d = p.check_bash(command, &ctx());
+        assert_eq!(d.verdict, Verdict::Ask, "{command}: {}", d.reason);
+        assert!(d.reason.contains("project"), "{}", d.reason);
+    }
+    assert_eq!(p.check_bash("git status", &ctx()).verdict, Verdict::Allow);
+    assert_eq!(
+        p.check_bash("cargo --version", &ctx()).verdict,
+        Verdict::Allow
+    );
+    let err = Policy::from_config("[policy]\nproject_code = \"deny\"\n", "c.toml").unwrap_err();
+    assert!(err.to_string().contains("project_code"), "{err}");
+}
+
+#[test]
+fn config_rules_come_before_specs() {
+    let text = r#"
+[policy]
+bash = [
+  { pattern = "sort *", action = "allow" },
+  { pattern = "git log *", action = "ask" },
+]
+"#;
+    let p = Policy::from_config(text, "c.toml").unwrap();
+    assert_eq!(
+        p.check_bash("sort -o out in", &ctx()).verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        p.check_bash("git log --oneline", &ctx()).verdict,
+        Verdict::Ask
+    );
+    assert_eq!(
+        p.check_bash("sort $X", &ctx()).verdict,
+        Verdict::Ask,
+        "a rule's allow is capped by uncertain arguments"
+    );
+}

@@ -44,6 +44,26 @@ fn builtin_path_table() {
         (Write, "/etc/passwd", Deny),
         (Write, "/usr/local/bin/tool", Deny),
         (Write, "src/../../../../etc/cron.d/x", Deny),
+        // Git reads configuration and runs hooks from every repository under the workspace.
+        (Write, "sub/.git/config", Ask),
+        (Write, "vendor/lib/.git/hooks/post-checkout", Ask),
+        (Write, ".git/modules/m/config", Ask),
+        (Write, ".git/modules/a/modules/b/hooks/pre-commit", Ask),
+        (Write, ".git/worktrees/w/config.worktree", Ask),
+        (Write, ".git/commondir", Ask),
+        (Write, "sub/.git", Ask),
+        (Write, "bare/HEAD", Ask),
+        (Write, "x/commondir", Ask),
+        (Write, ".husky/pre-commit", Ask),
+        (Write, ".githooks/pre-push", Ask),
+        (Write, ".gitmodules", Ask),
+        (Write, "src/git/config.rs", Allow),
+        (Write, "docs/.gitkeep", Allow),
+        // Another process's view of the filesystem and its secrets.
+        (Read, "/proc/self/root/home/dev/.ssh/id_rsa", Ask),
+        (Read, "/proc/1/environ", Ask),
+        (Read, "/proc/self/cwd/.env", Ask),
+        (Read, "/proc/cpuinfo", Allow),
     ];
     for (access, path, want) in cases {
         let d = p.check_path(access, path, &ctx());

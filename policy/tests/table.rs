@@ -1,13 +1,15 @@
-//! The project's verdict table (`tests/data/cases.txt`) against the built-in policy. Every case is
-//! checked; a failure lists every case that failed with its line, the verdict and the reason.
+//! The project's verdict tables (`tests/data/*.txt`: the first round's `cases.txt`, issue 10's
+//! examples, and one table per class of bypass and of harmless command) against the built-in
+//! policy. Every case is checked; a failure lists every case that failed with its file and line,
+//! the verdict and the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use policy::{Context, Policy, Verdict};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-#[test]
-fn every_table_case_gets_its_expected_verdict() {
+/// Checks every case of one table; returns the number of cases.
+fn check_table(name: &str, text: &str, min_cases: usize) -> usize {
     let policy = Policy::builtin().unwrap();
     let ctx = Context {
         workspace: Path::new("/work/project"),
@@ -15,7 +17,7 @@ fn every_table_case_gets_its_expected_verdict() {
     };
     let mut failures = Vec::new();
     let mut per_kind: BTreeMap<&str, usize> = BTreeMap::new();
-    for (n, line) in include_str!("data/cases.txt").lines().enumerate() {
+    for (n, line) in text.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
@@ -27,12 +29,12 @@ fn every_table_case_gets_its_expected_verdict() {
             "ask" => got.verdict == Verdict::Ask,
             "deny" => got.verdict == Verdict::Deny,
             "not-allow" => got.verdict != Verdict::Allow,
-            other => panic!("cases.txt:{}: unknown expectation {other:?}", n + 1),
+            other => panic!("{name}:{}: unknown expectation {other:?}", n + 1),
         };
         *per_kind.entry(expect).or_default() += 1;
         if !ok {
             failures.push(format!(
-                "cases.txt:{}: {command:?}: expected {expect}, got {} — {}",
+                "{name}:{}: {command:?}: expected {expect}, got {} — {}",
                 n + 1,
                 got.verdict,
                 got.reason
@@ -41,8 +43,8 @@ fn every_table_case_gets_its_expected_verdict() {
     }
     let total: usize = per_kind.values().sum();
     assert!(
-        total >= 300,
-        "the table has only {total} cases: {per_kind:?}"
+        total >= min_cases,
+        "{name} has only {total} cases: {per_kind:?}"
     );
     assert!(
         failures.is_empty(),
@@ -50,4 +52,25 @@ fn every_table_case_gets_its_expected_verdict() {
         failures.len(),
         failures.join("\n")
     );
+    total
+}
+
+#[test]
+fn the_first_rounds_table() {
+    check_table("cases.txt", include_str!("data/cases.txt"), 300);
+}
+
+#[test]
+fn every_example_of_issue_10() {
+    check_table("issue10.txt", include_str!("data/issue10.txt"), 70);
+}
+
+#[test]
+fn bypasses_by_class() {
+    check_table("bypasses.txt", include_str!("data/bypasses.txt"), 150);
+}
+
+#[test]
+fn harmless_commands_by_family() {
+    check_table("harmless.txt", include_str!("data/harmless.txt"), 150);
 }

@@ -1,13 +1,18 @@
 //! Approval: a human answers a call the policy rated `ask` (or every call, in `always` mode).
 //!
 //! `agent run` at a terminal asks on `/dev/tty`; with no terminal there is no one to ask and the
-//! dispatcher refuses, saying so. "Allow always" holds for the rest of the session for calls with
-//! the same key: the tool and, for bash, the command's first word; for file tools, the path.
+//! dispatcher refuses, saying so. "Allow always" remembers exactly the parts of the call that
+//! asked (each command, normalised, with the rule that asked; each path; each construct the
+//! policy could not see through), and a later call runs without a question only when every part
+//! of it that asks was remembered: after `mkdir x` is allowed always, `mkdir y && python3 evil.py`
+//! still asks. In `always` mode a call the policy allows has no such parts, and the whole call is
+//! remembered instead. The remembered set is a serialisable value ([`policy::Approvals`]), kept
+//! with the session.
 
 use crate::inert::inert;
+use policy::{ApprovalKey, Approvals, Decision};
 use protocol::event::ToolCall;
 use protocol::verdict::ApprovalDecision;
-use std::collections::HashSet;
 use std::io::{BufRead, Write};
 use std::sync::Mutex;
 
@@ -18,8 +23,8 @@ pub enum Approver {
     Nobody,
     /// The controlling terminal.
     Terminal {
-        /// Keys allowed for the rest of the session.
-        always: Mutex<HashSet<String>>,
+        /// What the human allowed for the rest of the session.
+        always: Mutex<Approvals>,
         /// One prompt at a time (parallel calls wait their turn).
         prompt: tokio::sync::Mutex<()>,
     },
@@ -28,8 +33,14 @@ pub enum Approver {
 impl Approver {
     /// An approver on the controlling terminal.
     pub fn terminal() -> Self {
+        Self::terminal_with(Approvals::new())
+    }
+
+    /// An approver on the controlling terminal that remembers `approved` already (a resumed
+    /// session).
+    pub fn terminal_with(approved: Approvals) -> Self {
         Approver::Terminal {
-            always: Mutex::new(HashSet::new()),
+            always: Mutex::new(approved),
             prompt: tokio::sync::Mutex::new(()),
         }
     }
@@ -39,64 +50,98 @@ impl Approver {
         matches!(self, Approver::Terminal { .. })
     }
 
-    /// The human's answer for `call`, and who gave it (`user`, or `session` for an earlier
-    /// "always"). `None` when no one can be asked or the terminal failed.
+    /// What was allowed always so far, to be kept with the session.
+    pub fn approved(&self) -> Approvals {
+        match self {
+            Approver::Nobody => Approvals::new(),
+            Approver::Terminal { always, .. } => {
+                always.lock().map(|a| a.clone()).unwrap_or_default()
+            }
+        }
+    }
+
+    /// The human's answer for `call`, rated `decision`, and who gave it (`user`, or `session` for
+    /// an earlier "always" that covers it). `None` when no one can be asked or the terminal failed.
     pub async fn decide(
         &self,
         call: &ToolCall,
-        reason: &str,
+        decision: &Decision,
     ) -> Option<(ApprovalDecision, &'static str)> {
         let Approver::Terminal { always, prompt } = self else {
             return None;
         };
-        let key = key_of(call);
-        if always.lock().is_ok_and(|a| a.contains(&key)) {
+        if always.lock().is_ok_and(|a| covered(&a, call, decision)) {
             return Some((ApprovalDecision::AllowOnce, "session"));
         }
         let _turn = prompt.lock().await;
         // The model wrote the call: shown inert, so it cannot rewrite what the human reads.
         let question = format!(
-            "\n? {} {}\n  needs approval: {}\n  [y] allow once  [a] allow always for `{}`  [N] deny: ",
+            "\n? {} {}\n  needs approval: {}\n  [y] allow once  [a] allow always: {}  [N] deny: ",
             inert(&call.name),
             inert(&call.arguments),
-            inert(reason),
-            inert(&key)
+            inert(&decision.reason),
+            inert(&what_always_covers(call, decision))
         );
         let answer = tokio::task::spawn_blocking(move || ask_tty(&question))
             .await
             .ok()
             .flatten()?;
-        let decision = match answer.trim().to_ascii_lowercase().as_str() {
+        let answer = match answer.trim().to_ascii_lowercase().as_str() {
             "y" | "yes" => ApprovalDecision::AllowOnce,
             "a" | "always" => ApprovalDecision::AllowAlways,
             _ => ApprovalDecision::Deny,
         };
-        if decision == ApprovalDecision::AllowAlways
+        if answer == ApprovalDecision::AllowAlways
             && let Ok(mut a) = always.lock()
         {
-            a.insert(key);
+            remember(&mut a, call, decision);
         }
-        Some((decision, "user"))
+        Some((answer, "user"))
     }
 }
 
-/// What "allow always" remembers a call by.
-pub fn key_of(call: &ToolCall) -> String {
-    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-    let detail = match call.name.as_str() {
-        "bash" => args
-            .get("command")
-            .and_then(|c| c.as_str())
-            .and_then(|c| c.split_whitespace().next())
-            .unwrap_or("")
-            .to_owned(),
-        _ => args
-            .get("path")
-            .and_then(|p| p.as_str())
-            .unwrap_or("")
-            .to_owned(),
-    };
-    format!("{} {detail}", call.name).trim().to_owned()
+/// The key of a whole call: what `always` mode remembers of a call the policy allows.
+fn call_key(call: &ToolCall) -> ApprovalKey {
+    ApprovalKey::Call {
+        tool: call.name.clone(),
+        detail: call.arguments.clone(),
+    }
+}
+
+/// Whether the session's approvals cover `call`: every part of it that asks was allowed always
+/// (or, for a call with no such parts, the call itself was).
+pub fn covered(approved: &Approvals, call: &ToolCall, decision: &Decision) -> bool {
+    if decision.parts.is_empty() {
+        return approved.contains(&call_key(call));
+    }
+    approved.covers(decision)
+}
+
+/// Remembers what "allow always" means for `call`.
+pub fn remember(approved: &mut Approvals, call: &ToolCall, decision: &Decision) {
+    if decision.asking().next().is_none() {
+        approved.remember_key(call_key(call));
+    } else {
+        approved.remember(decision);
+    }
+}
+
+/// What "allow always" would remember, in words, for the prompt.
+fn what_always_covers(call: &ToolCall, decision: &Decision) -> String {
+    let parts: Vec<String> = decision
+        .asking()
+        .map(|p| match &p.key {
+            ApprovalKey::Command { line, .. } => format!("`{line}`"),
+            ApprovalKey::Path { access, path } => format!("{access:?} {path}").to_lowercase(),
+            ApprovalKey::Construct { text, .. } => format!("`{text}`"),
+            ApprovalKey::Call { tool, .. } => format!("this {tool} call"),
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("this exact {} call", call.name)
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// Asks on the controlling terminal; `None` if there is none.
@@ -116,23 +161,73 @@ fn ask_tty(question: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use policy::{Context, Policy};
     use protocol::ids::ToolCallId;
+    use std::path::Path;
+
+    fn bash(command: &str) -> ToolCall {
+        ToolCall {
+            id: ToolCallId::generated(0),
+            name: "bash".into(),
+            arguments: serde_json::json!({ "command": command }).to_string(),
+        }
+    }
+
+    fn rate(p: &Policy, command: &str) -> Decision {
+        let ctx = Context {
+            workspace: Path::new("/work/project"),
+            home: Some(Path::new("/home/dev")),
+        };
+        p.check_bash(command, &ctx)
+    }
 
     #[test]
-    fn always_keys_group_by_tool_and_command_or_path() {
-        let call = |name: &str, args: &str| ToolCall {
-            id: ToolCallId::generated(0),
-            name: name.into(),
-            arguments: args.into(),
-        };
-        assert_eq!(
-            key_of(&call("bash", r#"{"command": "mkdir -p build/x"}"#)),
-            "bash mkdir"
-        );
-        assert_eq!(
-            key_of(&call("write_file", r#"{"path": "../x", "content": ""}"#)),
-            "write_file ../x"
-        );
-        assert_eq!(key_of(&call("bash", "not json")), "bash");
+    fn allow_always_covers_only_the_parts_that_asked() {
+        let p = Policy::builtin().unwrap();
+        let mut approved = Approvals::new();
+        let first = rate(&p, "mkdir x");
+        remember(&mut approved, &bash("mkdir x"), &first);
+        assert!(covered(&approved, &bash("mkdir x"), &rate(&p, "mkdir x")));
+        assert!(covered(
+            &approved,
+            &bash("ls && mkdir x"),
+            &rate(&p, "ls && mkdir x")
+        ));
+        for other in [
+            "mkdir y && python3 evil.py",
+            "mkdir x && python3 evil.py",
+            "mkdir y",
+        ] {
+            assert!(
+                !covered(&approved, &bash(other), &rate(&p, other)),
+                "{other}"
+            );
+        }
+    }
+
+    #[test]
+    fn in_always_mode_an_allowed_call_is_remembered_whole() {
+        let p = Policy::builtin().unwrap();
+        let mut approved = Approvals::new();
+        let d = rate(&p, "ls");
+        assert!(!covered(&approved, &bash("ls"), &d));
+        remember(&mut approved, &bash("ls"), &d);
+        assert!(covered(&approved, &bash("ls"), &d));
+        assert!(!covered(&approved, &bash("ls -la"), &rate(&p, "ls -la")));
+    }
+
+    #[test]
+    fn the_remembered_set_survives_serialisation() {
+        let p = Policy::builtin().unwrap();
+        let mut approved = Approvals::new();
+        let d = rate(&p, "cat ~/.ssh/config; touch x");
+        remember(&mut approved, &bash("cat ~/.ssh/config; touch x"), &d);
+        let text = serde_json::to_string(&approved).unwrap();
+        let back: Approvals = serde_json::from_str(&text).unwrap();
+        assert!(covered(
+            &back,
+            &bash("touch x; cat ~/.ssh/config"),
+            &rate(&p, "touch x; cat ~/.ssh/config")
+        ));
     }
 }

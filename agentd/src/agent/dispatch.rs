@@ -127,14 +127,12 @@ impl Dispatcher {
             home: self.home.as_deref(),
         };
         let decision = match self.mode {
-            ApprovalMode::SkipPermissions => policy::Decision {
-                verdict: Verdict::Allow,
-                reason: "permissions skipped by --dangerously-skip-permissions".into(),
-            },
-            _ if self.reads_own_spill(&request) => policy::Decision {
-                verdict: Verdict::Allow,
-                reason: "reading this session's own spilled output".into(),
-            },
+            ApprovalMode::SkipPermissions => {
+                policy::Decision::allow("permissions skipped by --dangerously-skip-permissions")
+            }
+            _ if self.reads_own_spill(&request) => {
+                policy::Decision::allow("reading this session's own spilled output")
+            }
             _ => self.policy.check_tool(&request, &ctx),
         };
         emit(started(call, decision.verdict, &decision.reason));
@@ -177,7 +175,7 @@ impl Dispatcher {
                 }));
                 let (answer, by) = self
                     .approver
-                    .decide(call, &decision.reason)
+                    .decide(call, &decision)
                     .await
                     .unwrap_or((ApprovalDecision::Deny, "timeout"));
                 emit(Event::ApprovalResolved(ApprovalResolved {

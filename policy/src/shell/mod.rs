@@ -6,13 +6,21 @@
 //! quote removal ([`words`]), each redirection target, and each thing we cannot fully resolve. Wrappers
 //! (`env`, `sudo`, `timeout`, `xargs`, `find -exec`, …) and `sh -c` / `eval` payloads are unwrapped
 //! into further findings ([`wrappers`]). Rating the findings against rules is the engine's job.
+//!
+//! Before parsing, line continuations are joined the way bash joins them ([`continuation`]);
+//! bash's corners that evaluate code in values are found by [`bashisms`]; environment prefixes
+//! pass only by allowlist ([`env`]).
 
+mod bashisms;
+mod continuation;
+pub mod env;
 mod parse;
 pub(crate) use parse::excerpt_of;
 pub use parse::{PARSE_BUDGET, parse_counting};
 pub mod words;
-mod wrappers;
+pub(crate) mod wrappers;
 
+use crate::specs::Specs;
 pub use words::Word;
 
 /// Longest command text analysed; anything longer is "ask" without parsing.
@@ -57,6 +65,19 @@ pub struct CommandUse {
     pub transparent: bool,
     /// Why this command can never be allowed silently, if so.
     pub cap: Option<&'static str>,
+    /// It runs inside a loop or a function body (a `cd` there may apply to commands written
+    /// before it).
+    pub in_loop: bool,
+}
+
+impl Finding {
+    /// A part that cannot be resolved, quoting (the start of) `what`.
+    pub fn unresolved(what: &str, why: &'static str) -> Self {
+        Finding::Unresolved {
+            what: parse::excerpt_of(what),
+            why,
+        }
+    }
 }
 
 impl CommandUse {
@@ -93,23 +114,54 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
 }
 
-/// Analyses command text. Never fails: what cannot be analysed becomes an `Unresolved` finding.
-pub fn analyze(text: &str) -> Analysis {
-    let mut findings = Vec::new();
+/// The state of one analysis: the specs wrappers are read with, where the walk is, what it found.
+#[derive(Debug)]
+pub(crate) struct Walk<'a> {
+    /// Option specs (for wrappers' own options).
+    pub specs: &'a Specs,
+    /// `sh -c` / `eval` / wrapper levels above.
+    pub depth: usize,
+    /// What was found so far.
+    pub out: Vec<Finding>,
+    /// Loop variables with known values.
+    pub scope: words::Scope,
+    /// The shell is POSIX, not bash: bash-only constructs ask.
+    pub posix: bool,
+    /// The command being expanded runs in a loop or function.
+    pub in_loop: bool,
+    /// What the command being expanded reads on standard input, if it is known to be paths.
+    pub stdin_paths: Option<wrappers::Producer>,
+}
+
+/// Analyses command text as bash reads it. Never fails: what cannot be analysed becomes an
+/// `Unresolved` finding.
+pub fn analyze(text: &str, specs: &Specs) -> Analysis {
+    analyze_as(text, specs, false)
+}
+
+/// Analyses command text; with `posix`, for a shell that is not bash (every bash-only construct
+/// asks).
+pub fn analyze_as(text: &str, specs: &Specs, posix: bool) -> Analysis {
+    let mut walk = Walk {
+        specs,
+        depth: 0,
+        out: Vec::new(),
+        scope: words::Scope::default(),
+        posix,
+        in_loop: false,
+        stdin_paths: None,
+    };
     if text.len() > MAX_COMMAND_LEN {
-        findings.push(Finding::Unresolved {
+        walk.out.push(Finding::Unresolved {
             what: format!("{} bytes of command text", text.len()),
             why: "the command is longer than 10000 characters",
         });
     } else if let Some(why) = too_complex(text) {
-        findings.push(Finding::Unresolved {
-            what: parse::excerpt_of(text),
-            why,
-        });
+        walk.out.push(Finding::unresolved(text, why));
     } else {
-        parse::analyze_text(text, 0, &mut findings);
+        parse::analyze_text(text, &mut walk);
     }
-    Analysis { findings }
+    Analysis { findings: walk.out }
 }
 
 /// Why `text` is refused before parsing, if it is: bracket nesting deeper than [`MAX_NESTING`] or

@@ -1,8 +1,10 @@
 //! The tree walk: tree-sitter-bash syntax tree → findings.
 
-use super::words::{Word, word_of};
+use super::bashisms;
+use super::words::{Binding, Word, word_of};
 use super::wrappers::expand_command;
-use super::{Finding, MAX_DEPTH, MAX_FINDINGS, RedirectUse};
+use super::{Finding, MAX_DEPTH, MAX_FINDINGS, RedirectUse, Walk};
+use crate::specs::scripts::is_harmless_variable;
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
@@ -72,51 +74,99 @@ pub fn parse_counting(text: &str) -> (Option<tree_sitter::Tree>, u32) {
     (tree, used)
 }
 
-/// Parses `text` and appends what it would do. `depth` counts the `sh -c` / `eval` levels above.
-pub(super) fn analyze_text(text: &str, depth: usize, out: &mut Vec<Finding>) {
-    if depth > MAX_DEPTH {
-        out.push(Finding::Unresolved {
-            what: text.to_owned(),
-            why: "commands nested too deeply to follow",
-        });
+/// Parses `text` and appends what it would do. `walk.depth` counts the `sh -c` / `eval` levels
+/// above.
+pub(super) fn analyze_text(text: &str, walk: &mut Walk<'_>) {
+    if walk.depth > MAX_DEPTH {
+        walk.out.push(Finding::unresolved(
+            text,
+            "commands nested too deeply to follow",
+        ));
         return;
     }
+    // Bash joins line continuations before it reads words; so do we (or ask).
+    let joined = match super::continuation::join(text) {
+        Ok(joined) => joined,
+        Err(why) => {
+            walk.out.push(Finding::unresolved(text, why));
+            return;
+        }
+    };
+    let text = joined.as_ref();
     let Some(tree) = parse(text) else {
-        out.push(Finding::Unresolved {
-            what: text.to_owned(),
-            why: "the shell parser failed",
-        });
+        walk.out
+            .push(Finding::unresolved(text, "the shell parser failed"));
         return;
     };
     let root = tree.root_node();
     if root.has_error() {
-        out.push(Finding::Unresolved {
-            what: excerpt_of(text),
-            why: "the command has a syntax error or a construct the parser cannot resolve",
-        });
+        walk.out.push(Finding::unresolved(
+            text,
+            "the command has a syntax error or a construct the parser cannot resolve",
+        ));
     }
+    if text.contains("\\\n") && !continuations_are_quoted(root, text) {
+        walk.out.push(Finding::unresolved(
+            text,
+            "a line continuation the policy cannot place",
+        ));
+    }
+    // A fresh scope per text: an `sh -c` payload does not see the loop variables around it.
+    let saved = std::mem::take(&mut walk.scope);
     // One cursor walks the whole tree in source order (pre-order), without recursion: nesting
     // depth is up to the input, and a cursor per node would cost more than the visit.
     let mut cursor = root.walk();
-    loop {
-        if out.len() >= MAX_FINDINGS {
-            out.push(Finding::Unresolved {
-                what: excerpt_of(text),
-                why: "the command holds more than 1000 parts to rate",
-            });
-            return;
+    'walk: loop {
+        if walk.out.len() >= MAX_FINDINGS {
+            walk.out.push(Finding::unresolved(
+                text,
+                "the command holds more than 1000 parts to rate",
+            ));
+            break;
         }
         let node = cursor.node();
-        visit(node, text, depth, out);
-        if holds_more(node, text) && cursor.goto_first_child() {
+        // `kind()` measures and checks a C string each call: once per node.
+        let kind = node.kind();
+        visit(node, kind, text, walk);
+        if (walk.posix || holds_more(node, kind, text)) && cursor.goto_first_child() {
             continue;
         }
         while !cursor.goto_next_sibling() {
             if !cursor.goto_parent() {
-                return;
+                break 'walk;
             }
         }
     }
+    walk.scope = saved;
+}
+
+/// Whether every backslash-newline left after joining lies where bash keeps it: in single
+/// quotes, `$'…'`, a comment or a here-document body.
+fn continuations_are_quoted(root: Node<'_>, text: &str) -> bool {
+    let mut at = 0;
+    while let Some(pos) = text[at..].find("\\\n") {
+        let start = at + pos;
+        let Some(node) = root.descendant_for_byte_range(start, start + 2) else {
+            return false;
+        };
+        let mut n = Some(node);
+        let mut kept = false;
+        while let Some(x) = n {
+            if matches!(
+                x.kind(),
+                "raw_string" | "ansi_c_string" | "comment" | "heredoc_body" | "heredoc_content"
+            ) {
+                kept = true;
+                break;
+            }
+            n = x.parent();
+        }
+        if !kept {
+            return false;
+        }
+        at = start + 2;
+    }
+    true
 }
 
 /// Whether the walk must look inside `node` after visiting it.
@@ -126,8 +176,8 @@ pub(super) fn analyze_text(text: &str, depth: usize, out: &mut Vec<Finding>) {
 /// redirection or process substitution (`<`, `>`), a subscript or `[[ ]]` (`[`), a parse error or
 /// a missing token — needs one of those characters or an error in the subtree. Plain commands are
 /// most of a compound command's tree, and stepping through their words was a third of the walk.
-fn holds_more(node: Node<'_>, src: &str) -> bool {
-    node.kind() != "command"
+fn holds_more(node: Node<'_>, kind: &str, src: &str) -> bool {
+    kind != "command"
         || node.has_error()
         || src.get(node.byte_range()).is_none_or(|t| {
             t.bytes()
@@ -135,12 +185,12 @@ fn holds_more(node: Node<'_>, src: &str) -> bool {
         })
 }
 
-fn source(node: Node<'_>, src: &str) -> String {
+pub(super) fn source(node: Node<'_>, src: &str) -> String {
     src.get(node.byte_range()).unwrap_or("").to_owned()
 }
 
 /// The start of a node's text, for messages: never a copy of a large input.
-fn excerpt(node: Node<'_>, src: &str) -> String {
+pub(super) fn excerpt(node: Node<'_>, src: &str) -> String {
     excerpt_of(src.get(node.byte_range()).unwrap_or(""))
 }
 
@@ -157,209 +207,258 @@ pub(crate) fn excerpt_of(text: &str) -> String {
     format!("{}…", &text[..end])
 }
 
-fn visit(node: Node<'_>, src: &str, depth: usize, out: &mut Vec<Finding>) {
-    match node.kind() {
-        "command" => command(node, src, depth, out),
-        "declaration_command" | "unset_command" => {
-            // `export X=…`, `declare`, `local`, `readonly`, `unset`: the keyword is the command.
-            let mut argv = Vec::new();
-            let mut cursor = node.walk();
-            for child in node.children(&mut cursor) {
-                match child.kind() {
-                    "variable_assignment" => {
-                        check_assignment(child, src, out);
-                        argv.push(Word {
-                            text: source(child, src),
-                            dynamic: false,
-                            glob_at: None,
-                            tilde: false,
-                        });
-                    }
-                    _ if child.is_named() => argv.push(word_of(child, src)),
-                    _ => argv.push(Word {
-                        text: source(child, src),
-                        dynamic: false,
-                        glob_at: None,
-                        tilde: false,
-                    }),
-                }
-            }
-            expand_command(argv, depth, out);
+fn visit(node: Node<'_>, kind: &str, src: &str, walk: &mut Walk<'_>) {
+    if walk.posix
+        && let Some(why) = bashisms::bash_only(node, kind, src)
+    {
+        walk.out.push(Finding::unresolved(&excerpt(node, src), why));
+    }
+    if let Some(why) = bashisms::splits_in_posix(node, kind, src) {
+        walk.out.push(Finding::unresolved(&excerpt(node, src), why));
+    }
+    match kind {
+        "command" => command(node, src, walk),
+        "declaration_command" => declaration(node, src, walk),
+        "unset_command" => {
+            let argv = words_of(node, src, walk);
+            expand_command(argv, walk);
         }
-        // Prefix assignments (`FOO=1 cmd`), `export X=…` and `A=1 B=2` are checked by their parent.
+        // Prefix assignments (`FOO=1 cmd`) and `export X=…` are checked by their parent.
         "variable_assignment"
-            if !node.parent().is_some_and(|p| {
-                matches!(
-                    p.kind(),
-                    "command" | "declaration_command" | "variable_assignments"
-                )
+            if !node
+                .parent()
+                .is_some_and(|p| matches!(p.kind(), "command" | "declaration_command")) =>
+        {
+            standalone_assignment(node, src, walk);
+        }
+        "for_statement" => for_loop(node, src, walk),
+        "file_redirect" => redirect(node, src, walk),
+        "ERROR" => walk.out.push(Finding::unresolved(
+            &source(node, src),
+            "the parser could not read this part",
+        )),
+        _ if node.is_missing() => walk.out.push(Finding::unresolved(
+            node.kind(),
+            "the command is incomplete",
+        )),
+        _ => {
+            if let Some(why) = bashisms::evaluates_code(node, kind, src) {
+                walk.out.push(Finding::unresolved(&excerpt(node, src), why));
+            }
+        }
+    }
+}
+
+/// The words of a node's named children (and keywords), for declaration and unset commands.
+fn words_of(node: Node<'_>, src: &str, walk: &Walk<'_>) -> Vec<Word> {
+    let mut argv = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        match child.kind() {
+            "variable_assignment" | "variable_name" => argv.push(Word::literal(source(child, src))),
+            _ if child.is_named() => argv.push(word_of(child, src, &walk.scope)),
+            _ => argv.push(Word::literal(source(child, src))),
+        }
+    }
+    argv
+}
+
+/// `export NAME=value …` with allowlisted names is harmless; `declare`, `local`, `readonly`,
+/// `typeset` and any other `export` are rated as commands (no spec: ask).
+fn declaration(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
+    let argv = words_of(node, src, walk);
+    let keyword = argv.first().map(|w| w.text.as_str());
+    let mut cursor = node.walk();
+    let all_allowed = keyword == Some("export")
+        && argv.len() > 1
+        && node.named_children(&mut cursor).all(|c| {
+            c.kind() == "variable_assignment" && assignment_is_allowed_export(c, src, walk)
+        });
+    if !all_allowed {
+        expand_command(argv, walk);
+    }
+}
+
+fn assignment_is_allowed_export(node: Node<'_>, src: &str, walk: &Walk<'_>) -> bool {
+    let name = node
+        .child_by_field_name("name")
+        .map(|n| source(n, src))
+        .unwrap_or_default();
+    let value = node
+        .child_by_field_name("value")
+        .map(|v| word_of(v, src, &walk.scope));
+    super::env::is_allowed(&name)
+        && value.is_none_or(|v| !v.may_differ() && super::env::value_is_plain(&v.text))
+}
+
+/// `x=1` on its own: harmless for a plain lower-case name or an allowlisted one; any other name
+/// may be exported already and change what later commands run (`PATH=.`, `GIT_DIR=…`).
+fn standalone_assignment(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
+    let name = node
+        .child_by_field_name("name")
+        .map(|n| source(n, src))
+        .unwrap_or_default();
+    if !is_harmless_variable(&name) {
+        walk.out.push(Finding::unresolved(
+            &excerpt(node, src),
+            "it assigns a variable that may be in the environment of later commands (only plain lower-case names and LANG, LC_*, TZ, … are harmless)",
+        ));
+    }
+}
+
+/// `for NAME in WORDS; do BODY; done`: NAME must be harmless; inside BODY, `"$NAME"` is one of
+/// WORDS when they are literals or one pattern, and NAME is not assigned there.
+fn for_loop(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
+    let Some(var) = node.child_by_field_name("variable") else {
+        return;
+    };
+    let name = source(var, src);
+    if !is_harmless_variable(&name) {
+        walk.out.push(Finding::unresolved(
+            &excerpt(node, src),
+            "the loop assigns a variable that may be in the environment of the commands it runs",
+        ));
+        return;
+    }
+    let Some(body) = node.child_by_field_name("body") else {
+        return;
+    };
+    let body_text = src.get(body.byte_range()).unwrap_or("");
+    if !only_expanded(body_text, &name) {
+        return;
+    }
+    let mut cursor = node.walk();
+    let values: Vec<Word> = node
+        .children_by_field_name("value", &mut cursor)
+        .map(|v| word_of(v, src, &walk.scope))
+        .collect();
+    let value = match values.as_slice() {
+        [one] if !one.dynamic => one.clone(),
+        many if !many.is_empty()
+            && many.iter().all(|w| {
+                !w.may_differ() && !w.text.contains([',', '{', '}', '*', '?', '[', '\\'])
             }) =>
         {
-            check_assignment(node, src, out);
-        }
-        "variable_assignments" => {
-            let mut cursor = node.walk();
-            for child in node.named_children(&mut cursor) {
-                check_assignment(child, src, out);
+            let text = format!(
+                "{{{}}}",
+                many.iter()
+                    .map(|w| w.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            Word {
+                text,
+                glob_at: Some(0),
+                ..Word::default()
             }
         }
-        "file_redirect" => redirect(node, src, out),
-        // Arithmetic evaluates variable values as expressions, recursively, and an array subscript
-        // in such a value runs command substitutions: `x='a[$(rm -rf ~)]'; (( x ))` runs rm.
-        "arithmetic_expansion" if mentions_names(node) => out.push(Finding::Unresolved {
-            what: excerpt(node, src),
-            why: "arithmetic on variables can run commands hidden in their values",
-        }),
-        "compound_statement"
-            if node.child(0).is_some_and(|c| c.kind() == "((") && mentions_names(node) =>
-        {
-            out.push(Finding::Unresolved {
-                what: excerpt(node, src),
-                why: "arithmetic on variables can run commands hidden in their values",
-            })
-        }
-        "test_command" if has_arithmetic_test(node, src) => out.push(Finding::Unresolved {
-            what: excerpt(node, src),
-            why: "[[ ]] arithmetic comparisons can run commands hidden in variable values",
-        }),
-        "subscript" => out.push(Finding::Unresolved {
-            what: excerpt(node, src),
-            why: "an array subscript is evaluated as arithmetic and can run commands",
-        }),
-        "ERROR" => out.push(Finding::Unresolved {
-            what: source(node, src),
-            why: "the parser could not read this part",
-        }),
-        _ if node.is_missing() => out.push(Finding::Unresolved {
-            what: node.kind().to_owned(),
-            why: "the command is incomplete",
-        }),
-        _ => {}
-    }
+        _ => return,
+    };
+    walk.scope.bindings.push(Binding {
+        name,
+        value,
+        body: body.byte_range(),
+    });
 }
 
-/// Whether an arithmetic node refers to anything but number literals.
-fn mentions_names(node: Node<'_>) -> bool {
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        if matches!(
-            n.kind(),
-            "variable_name"
-                | "simple_expansion"
-                | "expansion"
-                | "subscript"
-                | "word"
-                | "command_substitution"
-        ) {
-            return true;
+/// Whether every mention of `name` in `body` is an expansion (`$name`, `${name}`).
+fn only_expanded(body: &str, name: &str) -> bool {
+    let b = body.as_bytes();
+    let mut at = 0;
+    while let Some(pos) = body[at..].find(name) {
+        let start = at + pos;
+        let end = start + name.len();
+        let word_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        let whole =
+            (start == 0 || !word_char(b[start - 1])) && b.get(end).is_none_or(|&c| !word_char(c));
+        if whole {
+            let expanded = (start >= 1 && b[start - 1] == b'$')
+                || (start >= 2 && &b[start - 2..start] == b"${" && b.get(end) == Some(&b'}'));
+            if !expanded {
+                return false;
+            }
         }
-        let mut cursor = n.walk();
-        stack.extend(n.children(&mut cursor));
+        at = end;
     }
-    false
+    true
 }
 
-fn has_arithmetic_test(node: Node<'_>, src: &str) -> bool {
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        if n.kind() == "test_operator"
-            && matches!(
-                src.get(n.byte_range()),
-                Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge")
-            )
-        {
-            return true;
-        }
-        let mut cursor = n.walk();
-        stack.extend(n.children(&mut cursor));
-    }
-    false
+/// The ids of the `name` and `argument` fields of a command: comparing ids spares reading the
+/// field's name (a C string measured and checked on every call).
+fn word_fields() -> (Option<std::num::NonZeroU16>, Option<std::num::NonZeroU16>) {
+    static FIELDS: std::sync::OnceLock<(
+        Option<std::num::NonZeroU16>,
+        Option<std::num::NonZeroU16>,
+    )> = std::sync::OnceLock::new();
+    *FIELDS.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
+        (
+            language.field_id_for_name("name"),
+            language.field_id_for_name("argument"),
+        )
+    })
 }
 
-fn command(node: Node<'_>, src: &str, depth: usize, out: &mut Vec<Finding>) {
+fn command(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
     let mut argv = Vec::new();
+    let (name_field, argument_field) = word_fields();
     let mut cursor = node.walk();
     if cursor.goto_first_child() {
         loop {
             let child = cursor.node();
-            match cursor.field_name() {
-                Some("name") | Some("argument") => argv.push(word_of(child, src)),
-                _ if child.kind() == "variable_assignment" => check_assignment(child, src, out),
-                _ => {}
+            let field = cursor.field_id();
+            if field.is_some() && (field == name_field || field == argument_field) {
+                argv.push(word_of(child, src, &walk.scope));
+            } else if child.kind() == "variable_assignment" {
+                prefix_assignment(child, src, walk);
             }
             if !cursor.goto_next_sibling() {
                 break;
             }
         }
     }
-    if !argv.is_empty() {
-        expand_command(argv, depth, out);
+    if argv.is_empty() {
+        return;
     }
+    walk.in_loop = argv[0].text == "cd" && in_loop_or_function(node);
+    walk.stdin_paths = if argv[0].text == "xargs" {
+        super::wrappers::reads_paths_from(node, src)
+    } else {
+        None
+    };
+    expand_command(argv, walk);
+    walk.in_loop = false;
+    walk.stdin_paths = None;
 }
 
-/// Variables whose value changes what later commands run or load.
-const DANGEROUS_VARIABLES: &[&str] = &[
-    "PATH",
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "BASH_ENV",
-    "ENV",
-    "IFS",
-    "PROMPT_COMMAND",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PS4",
-    "GIT_EXEC_PATH",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "GIT_PAGER",
-    "PAGER",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_EDITOR",
-    "EDITOR",
-    "VISUAL",
-    "GIT_CONFIG",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "PYTHONPATH",
-    "PYTHONSTARTUP",
-    "NODE_OPTIONS",
-    "PERL5LIB",
-    "PERL5OPT",
-    "RUBYOPT",
-    "RUSTC_WRAPPER",
-    "RUSTC",
-    "CARGO_HOME",
-    "LESSOPEN",
-    "MANPAGER",
-    "BROWSER",
-    "HOME",
-    "TMPDIR",
-];
-
-/// Whether setting `name` changes what runs (including the `GIT_CONFIG_*` family).
-pub(super) fn is_dangerous_variable(name: &str) -> bool {
-    DANGEROUS_VARIABLES.contains(&name)
-        || name.starts_with("GIT_CONFIG_")
-        || name.starts_with("BASH_FUNC_")
-}
-
-fn check_assignment(node: Node<'_>, src: &str, out: &mut Vec<Finding>) {
-    let name = node
-        .child_by_field_name("name")
-        .map(|n| source(n, src))
-        .unwrap_or_default();
-    if is_dangerous_variable(&name) {
-        out.push(Finding::Unresolved {
-            what: excerpt(node, src),
-            why: "it sets a variable that changes which programs run or how they behave",
-        });
+/// `NAME=value cmd`: only allowlisted names with plain values.
+fn prefix_assignment(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
+    if assignment_is_allowed_export(node, src, walk) {
+        return;
     }
+    walk.out.push(Finding::unresolved(
+        &excerpt(node, src),
+        "it sets a variable for the command; only LANG, LC_*, TZ, NO_COLOR, TERM, RUST_BACKTRACE and a few others cannot change what runs",
+    ));
 }
 
-fn redirect(node: Node<'_>, src: &str, out: &mut Vec<Finding>) {
+/// Whether `node` runs inside a loop or a function body, where a `cd` may apply to commands
+/// written before it.
+fn in_loop_or_function(node: Node<'_>) -> bool {
+    let mut n = node.parent();
+    while let Some(p) = n {
+        if matches!(
+            p.kind(),
+            "for_statement" | "c_style_for_statement" | "while_statement" | "function_definition"
+        ) {
+            return true;
+        }
+        n = p.parent();
+    }
+    false
+}
+
+fn redirect(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
     let Some(dest) = node.child_by_field_name("destination") else {
         return;
     };
@@ -370,7 +469,7 @@ fn redirect(node: Node<'_>, src: &str, out: &mut Vec<Finding>) {
             op = source(child, src);
         }
     }
-    let target = word_of(dest, src);
+    let target = word_of(dest, src, &walk.scope);
     // `2>&1`, `>&2`, `<&0`, `>&-`: duplicating or closing a descriptor opens no file.
     if (op == ">&" || op == "<&")
         && (target.text.chars().all(|c| c.is_ascii_digit()) || target.text == "-")
@@ -378,5 +477,6 @@ fn redirect(node: Node<'_>, src: &str, out: &mut Vec<Finding>) {
         return;
     }
     let write = op != "<";
-    out.push(Finding::Redirect(RedirectUse { target, write }));
+    walk.out
+        .push(Finding::Redirect(RedirectUse { target, write }));
 }

@@ -7,7 +7,7 @@
 use tree_sitter::Node;
 
 /// One word after quote removal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Word {
     /// The value bash would produce, when static; the source text otherwise.
     pub text: String,
@@ -18,9 +18,34 @@ pub struct Word {
     pub glob_at: Option<usize>,
     /// An unquoted leading `~` (the value starts with the home directory).
     pub tilde: bool,
+    /// Unquoted expansion or pattern: the word may become zero or several words.
+    pub split: bool,
+    /// The value is a path the policy has already rated (find's `{}` under a rated root, the
+    /// input of `xargs` from a command that prints such paths).
+    pub known_path: bool,
+    /// With `known_path`: the path never starts with `-` (find prints paths under its roots).
+    pub dashless: bool,
 }
 
 impl Word {
+    /// A word with exactly this value.
+    pub fn literal(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A value only known at run time, described by `what`.
+    pub fn unknown(what: impl Into<String>) -> Self {
+        Self {
+            text: what.into(),
+            dynamic: true,
+            split: true,
+            ..Self::default()
+        }
+    }
+
     /// Whether the value may differ from `text` at run time in a way that matters for rating:
     /// an expansion or substitution, or a glob that could expand to an option (a file named
     /// `--pre=evil` matches `*`) because nothing fixed and option-free comes before it.
@@ -35,35 +60,134 @@ impl Word {
     pub fn has_glob(&self) -> bool {
         self.glob_at.is_some()
     }
+
+    /// Whether the value bash passes may differ from `text` (an expansion, a pattern) — except
+    /// a pattern after a fixed `--name=`, which is that option with a value that may differ.
+    pub fn may_differ(&self) -> bool {
+        self.dynamic || (self.glob_at.is_some() && !self.is_fixed_long_option())
+    }
+
+    /// `--include=*.py`: the option is fixed, only its value is a pattern.
+    fn is_fixed_long_option(&self) -> bool {
+        self.glob_at.is_some_and(|at| {
+            let fixed = &self.text[..at.min(self.text.len())];
+            fixed.starts_with("--") && fixed.contains('=')
+        })
+    }
+
+    /// Whether the value could be (or become) a word starting with `-`.
+    pub fn may_be_option(&self) -> bool {
+        if self.dynamic {
+            return !(self.known_path && self.dashless);
+        }
+        match self.glob_at {
+            Some(0) => true,
+            Some(_) => self.text.starts_with('-') && !self.is_fixed_long_option(),
+            None => false,
+        }
+    }
+
+    /// Whether the word may become zero or several words (unquoted expansion or pattern).
+    pub fn may_split(&self) -> bool {
+        self.split || self.glob_at.is_some()
+    }
 }
 
-impl Word {
-    fn literal(text: String) -> Self {
-        Self {
-            text,
-            dynamic: false,
-            glob_at: None,
-            tilde: false,
-        }
+/// Loop variables whose values are known: `for f in *.py; do … "$f" …; done`.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// The bindings seen so far, innermost last.
+    pub bindings: Vec<Binding>,
+}
+
+/// One loop variable bound to a pattern of values, within the loop's body.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    /// The variable.
+    pub name: String,
+    /// Its values as one word: a literal, a glob, or a brace alternation of literals.
+    pub value: Word,
+    /// The byte range of the body in which the binding holds.
+    pub body: std::ops::Range<usize>,
+}
+
+impl Scope {
+    fn lookup(&self, name: &str, at: usize) -> Option<&Word> {
+        self.bindings
+            .iter()
+            .rev()
+            .find(|b| b.name == name && b.body.contains(&at))
+            .map(|b| &b.value)
     }
 }
 
 /// Quote-removes one word node (`word`, `string`, `raw_string`, `ansi_c_string`, `concatenation`,
 /// expansions, substitutions, …).
-pub fn word_of(node: Node<'_>, src: &str) -> Word {
+pub fn word_of(node: Node<'_>, src: &str, scope: &Scope) -> Word {
     // Quote removal only shortens the text (a description of an expansion is at most 120 bytes
     // more): one allocation, not one per growth step.
     let mut out = Word::literal(String::with_capacity(node.byte_range().len()));
-    append(node, src, &mut out, true);
+    let kind = node.kind();
+    append_kind(node, kind, src, scope, &mut out, true, false);
+    if kind == "command_substitution"
+        && let Some(producer) = node
+            .named_child(0)
+            .filter(|_| node.named_child_count() == 1)
+            .and_then(|c| super::wrappers::producer_of(c, src))
+    {
+        // `$(git ls-files '*.rs')`: paths the policy rates where they are listed.
+        out.known_path = true;
+        out.dashless = producer == super::wrappers::Producer::Find;
+    }
+    if out.glob_at.is_none() && has_braces(text(node, src)) {
+        // `{a,b}` / `{1..3}`: brace expansion makes several words (a lone `{}` is literal).
+        out.glob_at = Some(out.text.find('{').unwrap_or(0));
+        out.split = true;
+    }
     out
+}
+
+/// Whether `raw` may hold a brace expansion: a `{`, then a `,` or `..`, then a `}`.
+fn has_braces(raw: &str) -> bool {
+    let Some(open) = raw.find('{') else {
+        return false;
+    };
+    let rest = &raw[open + 1..];
+    let Some(close) = rest.rfind('}') else {
+        return false;
+    };
+    let inner = &rest[..close];
+    inner.contains(',') || inner.contains("..")
 }
 
 fn text<'a>(node: Node<'_>, src: &'a str) -> &'a str {
     src.get(node.byte_range()).unwrap_or("")
 }
 
-fn append(node: Node<'_>, src: &str, out: &mut Word, first: bool) {
-    match node.kind() {
+/// The variable a `$name` / `${name}` node expands, if it is that simple.
+fn simple_variable<'a>(node: Node<'_>, src: &'a str) -> Option<&'a str> {
+    let t = text(node, src);
+    let name = t
+        .strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .or_else(|| t.strip_prefix('$'))?;
+    crate::specs::scripts::is_identifier(name).then_some(name)
+}
+
+fn append(node: Node<'_>, src: &str, scope: &Scope, out: &mut Word, first: bool, quoted: bool) {
+    append_kind(node, node.kind(), src, scope, out, first, quoted);
+}
+
+fn append_kind(
+    node: Node<'_>,
+    kind: &str,
+    src: &str,
+    scope: &Scope,
+    out: &mut Word,
+    first: bool,
+    quoted: bool,
+) {
+    match kind {
         "word" | "number" | "command_name" if node.named_child_count() == 0 => {
             let Some(raw) = src.get(node.byte_range()) else {
                 // Not on a character boundary of the original text: do not guess its value.
@@ -73,13 +197,14 @@ fn append(node: Node<'_>, src: &str, out: &mut Word, first: bool) {
             if first && raw.starts_with('~') {
                 out.tilde = true;
             }
-            if let Some(at) = raw.find(['*', '?', '[', '{'])
+            if let Some(at) = raw.find(['*', '?', '['])
                 && out.glob_at.is_none()
             {
                 // Unquoted glob or brace pattern: the words it becomes depend on the files there.
                 let mut prefix = String::new();
                 unescape_unquoted(&raw[..at], &mut prefix);
                 out.glob_at = Some(out.text.len() + prefix.len());
+                out.split = true;
             }
             unescape_unquoted(raw, &mut out.text);
         }
@@ -99,19 +224,37 @@ fn append(node: Node<'_>, src: &str, out: &mut Word, first: bool) {
                 .unwrap_or(raw);
             decode_ansi_c(body, &mut out.text);
         }
-        "string" | "translated_string" => append_double_quoted(node, src, out),
+        "string" | "translated_string" => append_double_quoted(node, src, scope, out),
         "concatenation" | "command_name" => {
             let mut cursor = node.walk();
             for (i, child) in node.children(&mut cursor).enumerate() {
-                append(child, src, out, first && i == 0);
+                append(child, src, scope, out, first && i == 0, quoted);
             }
         }
         "string_content" => unescape_double_quoted(text(node, src), &mut out.text),
+        // `<(cmd)` becomes a path like /dev/fd/63: not an option, not a file anyone named.
+        "process_substitution" => out.text.push_str("/dev/fd/63"),
+        "simple_expansion" | "expansion"
+            if quoted
+                && let Some(value) = simple_variable(node, src)
+                    .and_then(|name| scope.lookup(name, node.start_byte())) =>
+        {
+            if let Some(at) = value.glob_at
+                && out.glob_at.is_none()
+            {
+                out.glob_at = Some(out.text.len() + at);
+            }
+            out.dynamic |= value.dynamic;
+            out.text.push_str(&value.text);
+        }
         _ => {
-            // simple_expansion, expansion, command_substitution, process_substitution,
-            // arithmetic_expansion, brace_expression, and anything unforeseen.
+            // simple_expansion, expansion, command_substitution, arithmetic_expansion,
+            // brace_expression, and anything unforeseen.
             out.dynamic = true;
-            if node.kind() == "brace_expression" && out.glob_at.is_none() {
+            if !quoted {
+                out.split = true;
+            }
+            if kind == "brace_expression" && out.glob_at.is_none() {
                 out.glob_at = Some(out.text.len());
             }
             // Only a description from here on: keep it short, so nested substitutions do not
@@ -123,7 +266,7 @@ fn append(node: Node<'_>, src: &str, out: &mut Word, first: bool) {
 }
 
 /// The pieces of a `"…"` string, including any text between child nodes.
-fn append_double_quoted(node: Node<'_>, src: &str, out: &mut Word) {
+fn append_double_quoted(node: Node<'_>, src: &str, scope: &Scope, out: &mut Word) {
     let range = node.byte_range();
     let raw = text(node, src);
     let (open, close) = if raw.starts_with("$\"") {
@@ -140,14 +283,14 @@ fn append_double_quoted(node: Node<'_>, src: &str, out: &mut Word) {
     for child in node.named_children(&mut cursor) {
         if child.kind() == "string" {
             // translated_string wraps a string node.
-            append_double_quoted(child, src, out);
+            append_double_quoted(child, src, scope, out);
             at = child.end_byte();
             continue;
         }
         if child.start_byte() > at {
             unescape_double_quoted(src.get(at..child.start_byte()).unwrap_or(""), &mut out.text);
         }
-        append(child, src, out, false);
+        append(child, src, scope, out, false, true);
         at = child.end_byte();
     }
     if end > at {

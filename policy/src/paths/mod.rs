@@ -4,6 +4,8 @@
 //! point elsewhere than it reads. That is by design: the policy rates what the model *asked*, and
 //! the tool-worker's Landlock rules decide what the kernel *lets happen*, symlinks included.
 
+pub mod reach;
+
 use std::path::{Component, Path, PathBuf};
 
 /// Where relative paths and `~` resolve.
@@ -26,6 +28,35 @@ pub fn resolve(path: &str, ctx: &Context<'_>) -> PathBuf {
         _ => ctx.workspace.join(path),
     };
     normalize(&joined)
+}
+
+/// Where a shell word naming a path leads, resolved from `cwd` as bash would expand it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// An absolute, lexically folded path.
+    Path(PathBuf),
+    /// `~user/…`: another user's home, which the policy cannot place.
+    OtherHome,
+    /// `~` with no home known.
+    NoHome,
+}
+
+/// `word` (after quote removal; `tilde` when it starts with an unquoted `~`) resolved from `cwd`.
+pub fn resolve_word(word: &str, tilde: bool, cwd: &Path, ctx: &Context<'_>) -> Resolved {
+    if tilde && let Some(rest) = word.strip_prefix('~') {
+        let (user, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        if !user.is_empty() {
+            return Resolved::OtherHome;
+        }
+        return match ctx.home {
+            Some(home) => Resolved::Path(normalize(&home.join(tail))),
+            None => Resolved::NoHome,
+        };
+    }
+    if word.starts_with('/') {
+        return Resolved::Path(normalize(Path::new(word)));
+    }
+    Resolved::Path(normalize(&cwd.join(word)))
 }
 
 /// Folds `.` and `..` components without touching the filesystem; `..` stops at the root.

@@ -1,0 +1,173 @@
+//! Per-command option specs, as data: which options an auto-allowed command may take, with their
+//! argument counts, and what its other arguments are.
+//!
+//! `data.toml` (embedded) lists every command the policy allows on its own. Each is parsed once into
+//! a [`Spec`] ([`load`]); a command line is then read against it the way the program's own option
+//! parser would ([`getopt`]), and scripts some commands take (sed, awk) are read by [`scripts`].
+//! Anything a spec does not name asks: an unknown option, an abbreviation that is not certain, an
+//! argument only known at run time where an option could be.
+
+pub mod getopt;
+mod load;
+pub mod scripts;
+
+pub use getopt::{Parsed, Problem, check};
+pub use load::{SpecError, Specs};
+
+use std::collections::HashMap;
+
+/// How many arguments an option takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arity {
+    /// A flag.
+    None,
+    /// One, attached (`-n5`, `--lines=5`) or the next word.
+    One,
+    /// One, only attached (`-i.bak`, `--eof=x`): GNU's optional arguments.
+    Optional,
+    /// Two, the next two words (`jq --arg name value`).
+    Two,
+}
+
+/// One option a command knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opt {
+    /// As written: `-o`, `--output`, or a single-dash long name (`-name`).
+    pub name: String,
+    /// Its arguments.
+    pub arity: Arity,
+    /// Why it asks, if it does (it writes, runs a program, or evaluates code); `None` = allowed.
+    pub asks: Option<String>,
+}
+
+/// What a command's non-option arguments are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Args {
+    /// Files or directories it reads: each is rated against the read rules.
+    Paths,
+    /// Text (patterns, formats, names): never rated as paths.
+    Text,
+}
+
+/// Which rule family a command belongs to (what it does when allowed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Reads files and prints.
+    Read,
+    /// Queries a version, a path or a setting.
+    Query,
+    /// A read-only git subcommand.
+    Git,
+    /// Builds, tests or lints: runs the project's own code (build scripts, tests, configs).
+    Build,
+    /// Runs another command (`env`, `timeout`, `xargs`, …), which is rated by its own spec.
+    Wrapper,
+}
+
+/// A validator for arguments options cannot describe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// A sed script: no `w`, `e`, `r` commands or flags.
+    Sed,
+    /// An awk program: no `system`, pipes, `getline` or output redirection.
+    Awk,
+    /// `date`: an operand must be a `+FORMAT` (any other sets the clock).
+    Date,
+    /// `test` / `[`: `-v` / `-R` names must be plain (a subscript is evaluated as code).
+    Test,
+    /// `set`: only shell options that do not change what later commands run or see.
+    Set,
+    /// `read`: every name a plain variable that no program reads.
+    Read,
+    /// `find`: predicates and actions.
+    Find,
+}
+
+/// When a command reads directories recursively.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recursive {
+    /// Never.
+    Never,
+    /// Always (`rg`, `find`, `du`, `tree`).
+    Always,
+    /// When one of these options is given (`grep -r`, `ls -R`, `diff -r`).
+    With(Vec<String>),
+}
+
+/// How a command's options are parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// GNU getopt_long: clustered short options, `--long[=value]`, options anywhere (permuted)
+    /// unless after `--`.
+    Gnu,
+    /// Like GNU, but options end at the first operand (bash builtins, POSIX getopt, git's
+    /// global options, cargo before its subcommand).
+    Posix,
+    /// Go's flag package (and other single-dash long parsers): `-name`, `--name`, `-name=value`
+    /// or `-name value`; no clustering; options may follow packages (`go test`).
+    Go,
+    /// `find`: paths first, then single-dash predicates with fixed argument counts.
+    Find,
+}
+
+/// One command's spec.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// `ls`, or `git status` for a subcommand.
+    pub name: String,
+    /// What it does.
+    pub family: Family,
+    /// How options are parsed.
+    pub style: Style,
+    /// Whether a unique prefix of a long option is that option (GNU getopt_long). Only for
+    /// commands whose `long` list is the program's complete list: a prefix of an allowed option
+    /// might otherwise be the exact name of one we do not know.
+    pub abbrev: bool,
+    /// Every option the real program has is harmless (not only those listed), so a word only
+    /// known at run time may stand where an option could.
+    pub safe_options: bool,
+    /// Options by name (`-o`, `--output`, `-name`).
+    pub opts: HashMap<String, Opt>,
+    /// Long option names, sorted: for prefix resolution.
+    pub longs: Vec<String>,
+    /// `-NUM` is accepted (`head -20`).
+    pub numeric: bool,
+    /// What its operands are.
+    pub args: Args,
+    /// The first operand is text (a pattern, a script) unless one of these options was given.
+    pub first_text_unless: Option<Vec<String>>,
+    /// Fewest operands it needs (`git stash` alone pushes a stash; `git stash list` lists).
+    pub min_args: usize,
+    /// Most operands it may take (`uniq IN OUT` writes OUT).
+    pub max_args: Option<usize>,
+    /// The only operand values it accepts (`make` targets), if restricted.
+    pub values: Option<Vec<String>>,
+    /// It has subcommands (`git`, `cargo`): the first operand names the spec of the rest.
+    pub subcommands: bool,
+    /// The subcommand is optional: without one the command is allowed as it is (`git` needs one).
+    pub bare_ok: bool,
+    /// One of these options must be given (check mode: `tsc --noEmit`, `cargo fmt --check`).
+    pub requires: Option<Vec<String>>,
+    /// How the words after `--` are read, if not as operands.
+    pub rest: Option<Box<Spec>>,
+    /// A validator.
+    pub check: Option<Check>,
+    /// It reads names and metadata only, not contents (`ls`, `stat`, `find`, `tree`).
+    pub names_only: bool,
+    /// Operands are allowed past `max_args` when one of these is given (`git tag -l PATTERN`).
+    pub operands_with: Option<Vec<String>>,
+    /// When it recurses into directories.
+    pub recursive: Recursive,
+    /// For wrappers: the operand (0-based) where the wrapped command starts.
+    pub command_at: Option<usize>,
+}
+
+impl Spec {
+    /// Whether `name` (a canonical option name) was given in `parsed`.
+    pub fn given(parsed: &Parsed<'_>, names: &[String]) -> bool {
+        parsed
+            .options
+            .iter()
+            .any(|(o, _)| names.iter().any(|n| n == o))
+    }
+}
