@@ -15,7 +15,7 @@ mod harness;
 
 use harness::corpus::{self, HARMLESS, shown};
 use harness::sandbox::{Harness, Observation, Sandbox};
-use harness::{TIMEOUT, WORKERS, check_all, oracle};
+use harness::{TIMEOUT, WORKERS, check_all, fuzz, oracle};
 use policy::{Policy, Verdict};
 use std::fmt::Write as _;
 use std::sync::{Mutex, MutexGuard};
@@ -268,4 +268,25 @@ fn every_allowed_harmless_command_runs_only_what_the_policy_allows() {
     );
     assert!(failed == 0, "{summary}");
     eprintln!("{summary}");
+}
+
+#[test]
+fn fuzzed_compositions_are_never_allowed_with_a_harmful_part_and_run_only_what_is_allowed() {
+    let cases_n: usize = std::env::var("CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let seed: u64 = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(fuzz::SEED);
+    let p = policy();
+    let start = Instant::now();
+    let outcome = {
+        let (_turn, mut h) = harness(WORKERS);
+        fuzz::run(&p, &mut h, seed, cases_n)
+    };
+    let text = outcome.report(start.elapsed());
+    assert!(outcome.passed(), "{text}");
+    eprintln!("{text}");
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each including crate uses part of it
 
 pub mod corpus;
+pub mod fuzz;
 pub mod oracle;
 pub mod sandbox;
 
