@@ -85,7 +85,12 @@ fn the_oracle_sees_programs_through_line_continuations_and_quoting() {
 
 #[test]
 fn the_oracle_sees_builtins_and_code_run_by_subscripts() {
-    let obs = observe("cd src; printf -v x %s 1; test -v 'a[$(id -u)]'; [[ 1 -eq 'b[$(id -g)]' ]]");
+    let (_turn, mut h) = harness(1);
+    let obs = observe_in(
+        &mut h,
+        "cd src; printf -v x %s 1; test -v 'a[$(id -u)]'; [[ 1 -eq 'b[$(id -g)]' ]]; (( y = 2 ))",
+        TIMEOUT,
+    );
     let t = traced(&obs);
     assert!(t.contains(&"cd src".to_owned()), "{t:?}");
     assert!(t.contains(&"printf -v x %s 1".to_owned()), "{t:?}");
@@ -95,6 +100,16 @@ fn the_oracle_sees_builtins_and_code_run_by_subscripts() {
     // The commands after `cd src` ran in src.
     let id = obs.execs.iter().find(|e| e.name == "id").unwrap();
     assert!(id.cwd.ends_with("/ws/src"), "{id:?}");
+    // Every traced line is rated, the arithmetic command too.
+    let (items, problems) = oracle::items(&h.sandboxes[0], &obs);
+    assert!(problems.is_empty(), "{problems:#?}");
+    let rated = |needle: &str| {
+        items
+            .iter()
+            .any(|i| matches!(i, oracle::Item::Bash("trace", t) if t.ends_with(needle)))
+    };
+    assert!(rated("printf -v x %s 1"), "{items:#?}");
+    assert!(rated("((  y = 2  ))"), "{items:#?}");
 }
 
 #[test]
@@ -217,6 +232,14 @@ fn the_oracle_flags_what_it_cannot_observe() {
         shown.iter().any(|s| s.contains("switches the trace off")),
         "{shown:#?}"
     );
+    let obs = observe_in(&mut h, "echo PS4; PS4=x; ls", TIMEOUT);
+    let problems = oracle::judge(&p, &h.sandboxes[0], &obs);
+    let off: Vec<String> = problems
+        .iter()
+        .map(|p| p.to_string())
+        .filter(|s| s.contains("switches the trace off"))
+        .collect();
+    assert!(off.len() == 1 && off[0].contains("PS4=x"), "{off:#?}");
     let obs = observe_in(&mut h, "notashimmedprogram --flag", TIMEOUT);
     let problems = oracle::judge(&p, &h.sandboxes[0], &obs);
     let shown: Vec<String> = problems.iter().map(|p| p.to_string()).collect();

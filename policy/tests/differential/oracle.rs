@@ -72,15 +72,6 @@ pub fn items(sandbox: &Sandbox, obs: &Observation) -> (Vec<Item>, Vec<Problem>) 
         }
     };
     for t in &obs.traced {
-        let Some(name) = t.words.iter().find(|w| !is_assignment(w)) else {
-            // Assignments alone: rated, they may set what later commands read.
-            items.push(Item::Bash("trace", in_dir(&t.cwd, t.text.clone())));
-            continue;
-        };
-        let name = name.as_str();
-        if matches!(name, "for" | "case" | "select") {
-            continue;
-        }
         if switches_trace_off(&t.words) {
             problems.push(Problem {
                 source: "harness",
@@ -91,7 +82,20 @@ pub fn items(sandbox: &Sandbox, obs: &Observation) -> (Vec<Item>, Vec<Problem>) 
                 verdict: None,
             });
         }
-        let known = sandbox.builtins.contains(name) || sandbox.has_shim(name) || name.contains('/');
+        let Some(name) = t.words.iter().find(|w| !is_assignment(w)) else {
+            // Assignments alone: rated, they may set what later commands read.
+            items.push(Item::Bash("trace", in_dir(&t.cwd, t.text.clone())));
+            continue;
+        };
+        let name = name.as_str();
+        if matches!(name, "for" | "case" | "select") {
+            continue;
+        }
+        // `((` is no keyword to compgen but is what xtrace prints for arithmetic commands.
+        let known = sandbox.builtins.contains(name)
+            || sandbox.has_shim(name)
+            || name.contains('/')
+            || name == "((";
         if !known {
             if obs.stderr.contains(&format!("{name}: command not found")) {
                 problems.push(Problem {
@@ -216,15 +220,22 @@ pub fn is_assignment(word: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// `set +x`, `set +o xtrace`, or an assignment to the trace's own variables.
+/// `set +x`, `set +o xtrace`, or a change to the trace's own variables (`PS4`, `BASH_XTRACEFD`).
 fn switches_trace_off(words: &[String]) -> bool {
-    let touches_trace_vars = words
-        .iter()
-        .any(|w| w.starts_with("BASH_XTRACEFD") || w.starts_with("PS4=") || w == "PS4");
-    let set_plus_x = words.first().is_some_and(|w| w == "set")
+    let trace_var = |w: &str| {
+        let name = w.split_once('=').map_or(w, |(n, _)| n);
+        name == "PS4" || name == "BASH_XTRACEFD"
+    };
+    let first = words.first().map_or("", String::as_str);
+    let assigns = words.iter().any(|w| is_assignment(w) && trace_var(w));
+    let declares = matches!(
+        first,
+        "unset" | "export" | "declare" | "typeset" | "readonly" | "local" | "read" | "printf"
+    ) && words.iter().skip(1).any(|w| trace_var(w));
+    let set_plus_x = first == "set"
         && words.iter().skip(1).enumerate().any(|(i, w)| {
             (w.starts_with('+') && !w.starts_with("+o") && w.contains('x'))
                 || (w == "+o" && words.get(i + 2).is_some_and(|n| n == "xtrace"))
         });
-    touches_trace_vars || set_plus_x
+    assigns || declares || set_plus_x
 }
