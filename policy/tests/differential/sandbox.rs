@@ -1,0 +1,991 @@
+//! Runs a command the way the tool-worker will — `/bin/bash --noprofile --norc -c COMMAND`, no
+//! `BASH_ENV`/`ENV`, in the workspace — and records everything it executes:
+//!
+//! - **xtrace** of every simple command bash runs, builtins, functions' bodies and the code that
+//!   subscripts and arithmetic evaluate included, written to descriptor 99 (`BASH_XTRACEFD`), each
+//!   line prefixed (`PS4`) with the directory it ran in. xtrace is switched on through the exported
+//!   `SHELLOPTS=xtrace`, so the command line is exactly the worker's, and a `bash -c` inside it is
+//!   traced as well;
+//! - **logging shims**: `PATH` holds only a directory of small scripts, one per program name any
+//!   corpus or fuzz fragment uses, which write their argv, directory and environment to a log and
+//!   exit 0. Wrappers (`env`, `xargs`, `find`, `timeout`, `nice`, …, `sh`, `bash`) log and then run
+//!   the real program, still with the shims as `PATH`, so what *they* execute is logged too;
+//! - **the file system**: the workspace, home and temp directories are compared before and after.
+//!
+//! Safety: the command runs as an unprivileged user (created if missing when the tests run as
+//! root), under Landlock: read-only system directories, execute only bash, dash, the dynamic
+//! loader, the shims and the wrappers' real programs, write only beneath the worker's scratch
+//! directory, no TCP, no signals or abstract sockets outside the sandbox; with a timeout, after
+//! which its whole process group is killed. Without Landlock nothing is run: the harness fails.
+#![allow(dead_code)] // shared by the differential test and the fuzz bench, each using part of it
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::hash::{DefaultHasher, Hasher};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The unprivileged user commands run as (when the tests run as root).
+pub const USER: &str = "agentd-policy-diff";
+/// Scratch directories are `$TMPDIR/agentd-policy-diff.PID.N`.
+const BASE_PREFIX: &str = "agentd-policy-diff.";
+/// The shell, at the path the tool-worker runs it from.
+pub const BASH: &str = "/bin/bash";
+/// Where bash writes its trace.
+const TRACE_FD: RawFd = 99;
+/// Starts each trace record: replicated once per nesting level by bash, then the directory.
+const PS4: &str = "+\x1e${PWD@Q}\x1f";
+
+/// Program names that get a logging shim (exit 0, no output).
+#[rustfmt::skip]
+pub const SHIMS: &[&str] = &[
+    // coreutils and friends
+    "ls", "cat", "head", "tail", "wc", "nl", "file", "stat", "du", "df", "tree", "realpath",
+    "readlink", "basename", "dirname", "echo", "printf", "true", "false", "which", "whoami",
+    "uname", "date", "cmp", "comm", "diff", "sort", "uniq", "cut", "tr", "tac", "paste", "seq",
+    "id", "base64", "strings", "xxd", "od", "hexdump", "sha256sum", "sha1sum", "md5sum", "cksum",
+    "nproc", "sleep", "tee", "touch", "mkdir", "rm", "rmdir", "cp", "mv", "ln", "chmod", "chown",
+    "truncate", "shred", "dd", "install", "mktemp", "expand", "unexpand", "fold", "fmt", "column",
+    "rev", "printenv", "test", "[", "hostname", "uptime", "free", "ps", "pgrep", "pkill", "kill",
+    "top", "lscpu", "locale", "getconf", "tty", "groups", "who", "pwd", "numfmt", "split", "join",
+    "shuf", "expr", "iconv", "lsb_release", "getent",
+    // search
+    "grep", "egrep", "fgrep", "rg", "ag", "fd", "locate",
+    // development tools
+    "git", "cargo", "rustc", "rustup", "rustfmt", "node", "npm", "npx", "yarn", "pnpm", "tsc",
+    "eslint", "prettier", "jest", "go", "gofmt", "python", "python3", "pip", "pip3", "pytest",
+    "ruff", "mypy", "black", "flake8", "pylint", "isort", "tox", "uv", "poetry", "make", "cmake",
+    "gcc", "cc", "clang", "java", "javac", "mvn", "gradle",
+    // text and viewers
+    "sed", "awk", "gawk", "mawk", "jq", "yq", "less", "more", "man", "bc", "vim", "vi", "nano",
+    "ed", "perl", "ruby", "php", "lua", "sqlite3",
+    // network, privilege, archives, misc
+    "curl", "wget", "nc", "ncat", "socat", "ssh", "scp", "sudo", "su", "doas", "pkexec", "chroot",
+    "mkfs", "fdisk", "shutdown", "reboot", "watch", "script", "parallel", "flock", "tar", "zip",
+    "unzip", "gzip", "gunzip", "zcat", "xz", "bzip2", "docker", "kubectl", "zsh", "ksh", "busybox",
+    "xdg-open",
+];
+
+/// Wrappers: the shim logs, then runs the real program (which finds the shims through `PATH`).
+pub const PASS_THROUGH: &[(&str, &str)] = &[
+    ("env", "/usr/bin/env"),
+    ("xargs", "/usr/bin/xargs"),
+    ("find", "/usr/bin/find"),
+    ("timeout", "/usr/bin/timeout"),
+    ("nice", "/usr/bin/nice"),
+    ("nohup", "/usr/bin/nohup"),
+    ("stdbuf", "/usr/bin/stdbuf"),
+    ("setsid", "/usr/bin/setsid"),
+    ("ionice", "/usr/bin/ionice"),
+    ("time", "/usr/bin/time"),
+    ("sh", "/usr/bin/dash"),
+    ("dash", "/usr/bin/dash"),
+    ("bash", "/usr/bin/bash"),
+];
+
+/// Environment variables that bash or the harness set and that are not the command's doing.
+const ENV_NOISE: &[&str] = &[
+    "_",
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "BASH_XTRACEFD",
+    // stdbuf's own mechanism (it preloads its library into what it runs): the stdbuf command
+    // line that asked for it is rated itself.
+    "_STDBUF_I",
+    "_STDBUF_O",
+    "_STDBUF_E",
+];
+
+/// `stdbuf`'s library, which it puts in `LD_PRELOAD` of the program it runs.
+const STDBUF_PRELOAD: &str = "/usr/libexec/coreutils/libstdbuf.so";
+
+/// The workspace every command starts in: file names match the harmless corpus, so globs
+/// expand to real files and `cd` finds its directories.
+const WORKSPACE: &[(&str, &str)] = &[
+    (
+        "README.md",
+        "# demo\n\nInstall: cargo build\nTODO: write the guide\n",
+    ),
+    ("CHANGELOG.md", "# Changes\n\n## 0.1.0\n- first\n"),
+    (
+        "Cargo.toml",
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n",
+    ),
+    ("Cargo.lock", "version = 4\n"),
+    ("src/main.rs", "fn main() {\n    demo::run();\n}\n"),
+    (
+        "src/lib.rs",
+        "pub fn run() {}\n// TODO: parse\npub fn parse() {}\n",
+    ),
+    ("src/util.rs", "pub fn helper() {}\n"),
+    ("src/index.ts", "export const x = 1;\n"),
+    ("tests/integration.rs", "#[test]\nfn works() {}\n"),
+    ("tests/test_app.py", "def test_main():\n    assert True\n"),
+    (
+        "app.py",
+        "import os\n\nclass App:\n    def run(self):\n        pass\n",
+    ),
+    ("setup.py", "from setuptools import setup\nsetup()\n"),
+    ("pyproject.toml", "[project]\nname = \"demo\"\n"),
+    ("requirements.txt", "pytest\n"),
+    (
+        "package.json",
+        "{\"name\": \"demo\", \"version\": \"1.0.0\", \"scripts\": {\"test\": \"jest\"}}\n",
+    ),
+    ("tsconfig.json", "{}\n"),
+    ("go.mod", "module demo\n\ngo 1.22\n"),
+    ("main.go", "package main\n\nfunc main() {}\n"),
+    ("pkg/parse/parse.go", "package parse\n"),
+    ("Makefile", "test:\n\ttrue\n"),
+    ("data.json", "[{\"a\": 1}, {\"a\": 2}]\n"),
+    ("data.csv", "name,size,count\na,1,2\nb,3,4\n"),
+    ("f", "hello world\nsecond line\n"),
+    ("f.json", "{\"k\": \"v\"}\n"),
+    ("a", "1\n2\n3\n"),
+    ("b", "2\n3\n4\n"),
+    ("log.txt", "INFO start\nWARN slow\n"),
+    ("notes.txt", "notes\n"),
+    ("docs/index.md", "# Docs\n"),
+    ("docs/guide.md", "# Guide\nTODO\n"),
+    (".gitignore", "target/\n"),
+    (".env", "API_KEY=workspace-secret\n"),
+    (".git/HEAD", "ref: refs/heads/main\n"),
+    (".git/config", "[core]\n\tbare = false\n"),
+    ("sub/README.md", "# sub\n"),
+    ("dir/README.md", "# dir\n"),
+    ("scripts/check.sh", "echo check\n"),
+];
+
+/// The home directory: secrets that globs, `cd ~` and recursive readers would reach.
+const HOME: &[(&str, &str)] = &[
+    (".ssh/id_rsa", "-----BEGIN FAKE PRIVATE KEY-----\n"),
+    (".ssh/id_ed25519", "-----BEGIN FAKE PRIVATE KEY-----\n"),
+    (".ssh/config", "Host *\n"),
+    (
+        ".aws/credentials",
+        "[default]\naws_secret_access_key = fake\n",
+    ),
+    (".netrc", "machine example.com password fake\n"),
+    (".git-credentials", "https://user:fake@example.com\n"),
+    (".pgpass", "*:*:*:*:fake\n"),
+    (".bashrc", "# rc\n"),
+    (".gitconfig", "[user]\n\tname = dev\n"),
+];
+
+/// One simple command bash traced.
+#[derive(Debug, Clone)]
+pub struct Traced {
+    /// The directory it ran in.
+    pub cwd: String,
+    /// Its words as bash printed them (bash's own quoting): valid bash for the same command.
+    pub text: String,
+    /// Its words after quote removal.
+    pub words: Vec<String>,
+}
+
+/// One program a shim saw started.
+#[derive(Debug, Clone)]
+pub struct Exec {
+    /// The program name.
+    pub name: String,
+    /// The directory it ran in.
+    pub cwd: String,
+    /// Its arguments (without the name).
+    pub args: Vec<String>,
+    /// Environment variables it got that the harness did not set (or set otherwise).
+    pub env: Vec<(String, String)>,
+}
+
+/// Everything a run showed.
+#[derive(Debug, Clone, Default)]
+pub struct Observation {
+    /// Simple commands bash ran (xtrace).
+    pub traced: Vec<Traced>,
+    /// Trace text that could not be read as records.
+    pub unparsed_trace: Vec<String>,
+    /// Programs started (shims).
+    pub execs: Vec<Exec>,
+    /// Files created, changed or removed, absolute.
+    pub changed: Vec<PathBuf>,
+    /// Its output.
+    pub stdout: String,
+    /// Its error output.
+    pub stderr: String,
+    /// Whether it was killed at the timeout.
+    pub timed_out: bool,
+    /// Bash's exit status, if it exited.
+    pub status: Option<i32>,
+}
+
+/// The shared part: the base directory, the user, bash's builtin and keyword names.
+#[derive(Debug)]
+pub struct Harness {
+    base: PathBuf,
+    /// The per-thread sandboxes.
+    pub sandboxes: Vec<Sandbox>,
+}
+
+/// One scratch area with its own shims, log and Landlock ruleset; runs one command at a time.
+#[derive(Debug)]
+pub struct Sandbox {
+    root: PathBuf,
+    case: PathBuf,
+    shims: PathBuf,
+    log: PathBuf,
+    ruleset: OwnedFd,
+    user: Option<(u32, u32)>,
+    env: Vec<(String, String)>,
+    /// The fixture as built, to tell whether a command changed it.
+    pristine: Option<Snapshot>,
+    /// Bash's builtins and keywords.
+    pub builtins: BTreeSet<String>,
+}
+
+impl Harness {
+    /// Sets up `workers` sandboxes under a fresh base directory.
+    pub fn new(workers: usize) -> Result<Self, String> {
+        if !Path::new(BASH).exists() {
+            return Err(format!(
+                "{BASH} does not exist: the differential check needs bash"
+            ));
+        }
+        let user = unprivileged_user()?;
+        // Orphans of a command (its background jobs) become our children, so we can wait for
+        // them and know when a command is over.
+        // SAFETY: prctl with integer arguments only sets a flag of this process.
+        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+            return Err(format!(
+                "PR_SET_CHILD_SUBREAPER: {}",
+                io::Error::last_os_error()
+            ));
+        }
+        let builtins = bash_builtins()?;
+        remove_stale_bases();
+        static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let base = std::env::temp_dir().join(format!("{BASE_PREFIX}{}.{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+        fs::set_permissions(&base, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+        let mut harness = Harness {
+            base: base.clone(),
+            sandboxes: Vec::new(),
+        };
+        for n in 0..workers.max(1) {
+            harness
+                .sandboxes
+                .push(Sandbox::new(&base, n, user, builtins.clone())?);
+        }
+        Ok(harness)
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.base);
+    }
+}
+
+impl Sandbox {
+    fn new(
+        base: &Path,
+        n: usize,
+        user: Option<(u32, u32)>,
+        builtins: BTreeSet<String>,
+    ) -> Result<Self, String> {
+        let shims = base.join(format!("shims-{n}"));
+        let root = base.join(format!("w{n}"));
+        let case = root.join("case");
+        let log = case.join("log");
+        let err = |p: &Path, e: io::Error| format!("{}: {e}", p.display());
+        fs::create_dir_all(&shims).map_err(|e| err(&shims, e))?;
+        fs::create_dir_all(&case).map_err(|e| err(&case, e))?;
+        fs::set_permissions(&shims, fs::Permissions::from_mode(0o755))
+            .map_err(|e| err(&shims, e))?;
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).map_err(|e| err(&root, e))?;
+        chown(&root, user)?;
+        chown(&case, user)?;
+        let log_text = log.to_str().ok_or("the scratch path is not UTF-8")?;
+        for name in SHIMS {
+            write_shim(&shims, name, log_text, None)?;
+        }
+        for (name, real) in PASS_THROUGH {
+            write_shim(&shims, name, log_text, Some(real))?;
+        }
+        let ruleset = landlock_ruleset(&case, &shims)?;
+        let shims_text = shims.to_str().ok_or("the scratch path is not UTF-8")?;
+        let env = vec![
+            ("PATH".to_owned(), shims_text.to_owned()),
+            ("HOME".to_owned(), path_text(&case.join("home"))),
+            ("TMPDIR".to_owned(), path_text(&case.join("tmp"))),
+            ("USER".to_owned(), USER.to_owned()),
+            ("LOGNAME".to_owned(), USER.to_owned()),
+            ("LANG".to_owned(), "C.UTF-8".to_owned()),
+            ("TERM".to_owned(), "dumb".to_owned()),
+            ("SHELLOPTS".to_owned(), "xtrace".to_owned()),
+            ("BASH_XTRACEFD".to_owned(), TRACE_FD.to_string()),
+            ("PS4".to_owned(), PS4.to_owned()),
+        ];
+        Ok(Sandbox {
+            root,
+            case,
+            shims,
+            log,
+            ruleset,
+            user,
+            env,
+            pristine: None,
+            builtins,
+        })
+    }
+
+    /// The workspace commands start in.
+    pub fn workspace(&self) -> PathBuf {
+        self.case.join("ws")
+    }
+
+    /// The home directory (`HOME`).
+    pub fn home(&self) -> PathBuf {
+        self.case.join("home")
+    }
+
+    /// Whether a program name has a shim.
+    pub fn has_shim(&self, name: &str) -> bool {
+        SHIMS.contains(&name) || PASS_THROUGH.iter().any(|(n, _)| *n == name)
+    }
+
+    /// Runs `command` in a fresh workspace and reports what it executed.
+    pub fn run(&mut self, command: &str, timeout: Duration) -> Result<Observation, String> {
+        // The fixture is rebuilt only when the last command changed it: on a loaded machine the
+        // file system's metadata work, not bash, was most of the time of a run.
+        let mut before = snapshot(&self.case)?;
+        if self.pristine.as_ref() != Some(&before) || !self.log.is_dir() {
+            self.reset()?;
+            before = snapshot(&self.case)?;
+            self.pristine = Some(before.clone());
+        }
+        self.clear_outputs()?;
+        let open = |name: &str| {
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(self.case.join(name))
+                .map_err(|e| format!("{name}: {e}"))
+        };
+        let (trace, stdout, stderr) = (open("trace")?, open("stdout")?, open("stderr")?);
+        let mut cmd = Command::new(BASH);
+        cmd.args(["--noprofile", "--norc", "-c", command])
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.workspace())
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .process_group(0);
+        if let Some((uid, gid)) = self.user {
+            cmd.uid(uid).gid(gid);
+        }
+        let trace_fd = trace.as_raw_fd();
+        let ruleset_fd = self.ruleset.as_raw_fd();
+        // SAFETY: the closure runs in the forked child before exec and only makes raw system
+        // calls (dup2, fcntl, prctl, landlock_restrict_self) on descriptors the parent keeps open
+        // until spawn returns; it allocates nothing and takes no lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                if trace_fd == TRACE_FD {
+                    if libc::fcntl(TRACE_FD, libc::F_SETFD, 0) < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                } else if libc::dup2(trace_fd, TRACE_FD) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::syscall(libc::SYS_landlock_restrict_self, ruleset_fd, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let start = Instant::now();
+        let mut child = cmd.spawn().map_err(|e| format!("spawning bash: {e}"))?;
+        drop(trace);
+        let pgid = child.id() as libc::pid_t;
+        let deadline = start + timeout;
+        let mut timed_out = false;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break s.code(),
+                Ok(None) if Instant::now() >= deadline => {
+                    timed_out = true;
+                    kill_group(pgid);
+                    break child.wait().ok().and_then(|s| s.code());
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => return Err(format!("waiting for bash: {e}")),
+            }
+        };
+        // Background jobs and their children: wait for the group to end, or kill it.
+        loop {
+            let mut st = 0;
+            // SAFETY: waitpid with a process-group selector, WNOHANG and a valid status pointer.
+            let r = unsafe { libc::waitpid(-pgid, &mut st, libc::WNOHANG) };
+            if r > 0 {
+                continue;
+            }
+            if r < 0 {
+                break;
+            }
+            if Instant::now() >= deadline {
+                timed_out = true;
+                kill_group(pgid);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let after = snapshot(&self.case)?;
+        let changed = diff_snapshots(&before, &after)
+            .into_iter()
+            .map(|rel| self.case.join(rel))
+            .collect();
+        let trace_bytes = fs::read(self.case.join("trace")).map_err(|e| e.to_string())?;
+        let (traced, unparsed_trace) = parse_trace(&trace_bytes);
+        Ok(Observation {
+            traced,
+            unparsed_trace,
+            execs: self.read_log()?,
+            changed,
+            stdout: read_lossy(&self.case.join("stdout")),
+            stderr: read_lossy(&self.case.join("stderr")),
+            timed_out,
+            status,
+        })
+    }
+
+    /// Empties the log and removes the last run's trace and output files.
+    fn clear_outputs(&self) -> Result<(), String> {
+        let entries =
+            fs::read_dir(&self.log).map_err(|e| format!("{}: {e}", self.log.display()))?;
+        for entry in entries.flatten() {
+            fs::remove_file(entry.path())
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        }
+        for name in ["trace", "stdout", "stderr"] {
+            match fs::remove_file(self.case.join(name)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(format!("{name}: {e}"));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A fresh case directory: workspace, home, temp and log, owned by the user.
+    fn reset(&self) -> Result<(), String> {
+        // The case directory itself stays: Landlock's write rule is bound to it.
+        let entries =
+            fs::read_dir(&self.case).map_err(|e| format!("{}: {e}", self.case.display()))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let removed = if path.is_dir() && !path.is_symlink() {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            removed.map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        let ws = self.workspace();
+        let home = self.home();
+        for (dir, files) in [(&ws, WORKSPACE), (&home, HOME)] {
+            for (rel, content) in files {
+                let path = dir.join(rel);
+                if let Some(parent) = path.parent() {
+                    fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+                }
+                fs::write(&path, content).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+        }
+        for dir in [self.case.join("tmp"), self.log.clone()] {
+            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        chown_tree(&self.case, self.user)
+    }
+
+    /// Whether an environment variable a program got is the harness's or bash's doing.
+    fn harness_set(&self, k: &str, v: &str) -> bool {
+        ENV_NOISE.contains(&k)
+            || (k == "LD_PRELOAD" && v == STDBUF_PRELOAD)
+            || self.env.iter().any(|(bk, bv)| bk == k && bv == v)
+    }
+
+    fn read_log(&self) -> Result<Vec<Exec>, String> {
+        let mut execs = Vec::new();
+        let entries =
+            fs::read_dir(&self.log).map_err(|e| format!("{}: {e}", self.log.display()))?;
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths {
+            let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut fields = bytes
+                .split(|b| *b == 0)
+                .map(|f| String::from_utf8_lossy(f).into_owned());
+            let (Some(name), Some(cwd), Some(argc)) = (fields.next(), fields.next(), fields.next())
+            else {
+                return Err(format!("{}: a truncated shim record", path.display()));
+            };
+            let argc: usize = argc
+                .parse()
+                .map_err(|_| format!("{}: a bad argument count {argc:?}", path.display()))?;
+            let args: Vec<String> = fields.by_ref().take(argc).collect();
+            if args.len() != argc {
+                return Err(format!("{}: a truncated shim record", path.display()));
+            }
+            let env = fields
+                .filter(|f| !f.is_empty())
+                .filter_map(|f| f.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+                .filter(|(k, v)| !self.harness_set(k, v))
+                .collect();
+            execs.push(Exec {
+                name,
+                cwd,
+                args,
+                env,
+            });
+        }
+        Ok(execs)
+    }
+}
+
+/// Removes the scratch directories of test processes that no longer run (killed mid-run, so
+/// their harness was never dropped).
+fn remove_stale_bases() {
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(BASE_PREFIX)
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+fn path_text(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn read_lossy(p: &Path) -> String {
+    fs::read(p)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+fn kill_group(pgid: libc::pid_t) {
+    // SAFETY: kill with a negative pid signals the process group we created for this command.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// The uid and gid to run as: the dedicated user when we are root (created if missing), none
+/// (stay who we are) otherwise.
+fn unprivileged_user() -> Result<Option<(u32, u32)>, String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(None);
+    }
+    let lookup = || -> Result<Option<(u32, u32)>, String> {
+        Ok(nix::unistd::User::from_name(USER)
+            .map_err(|e| format!("looking up {USER}: {e}"))?
+            .map(|u| (u.uid.as_raw(), u.gid.as_raw())))
+    };
+    if let Some(ids) = lookup()? {
+        return Ok(Some(ids));
+    }
+    let out = Command::new("useradd")
+        .args(["--system", "--no-create-home", "--home-dir", "/nonexistent"])
+        .args(["--shell", "/usr/sbin/nologin", "--user-group", USER])
+        .output()
+        .map_err(|e| format!("useradd: {e}"))?;
+    // 9: the user exists (another test process created it meanwhile).
+    if !out.status.success() && out.status.code() != Some(9) {
+        return Err(format!(
+            "useradd {USER} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    lookup()?
+        .ok_or_else(|| format!("{USER} still does not exist after useradd"))
+        .map(Some)
+}
+
+/// Bash's builtin and keyword names, from bash itself.
+fn bash_builtins() -> Result<BTreeSet<String>, String> {
+    let out = Command::new(BASH)
+        .args(["--noprofile", "--norc", "-c", "compgen -b; compgen -k"])
+        .env_clear()
+        .output()
+        .map_err(|e| format!("{BASH}: {e}"))?;
+    let names: BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    if !names.contains("cd") || !names.contains("[[") {
+        return Err(format!("compgen listed no builtins: {names:?}"));
+    }
+    Ok(names)
+}
+
+fn write_shim(dir: &Path, name: &str, log: &str, real: Option<&str>) -> Result<(), String> {
+    let then = match real {
+        Some(real) => format!("exec {real} \"$@\""),
+        None => "exit 0".to_owned(),
+    };
+    // `-p`: no BASH_ENV, ENV, SHELLOPTS (so no trace of the shim itself) or imported functions.
+    let text = format!(
+        "#!/usr/bin/bash -p\n\
+         # agentd differential-check shim: records name, directory, argv and environment.\n\
+         l='{log}'/$BASHPID.$SRANDOM\n\
+         {{ printf '%s\\0' \"${{0##*/}}\" \"$PWD\" \"$#\" \"$@\"\n  \
+         while IFS= read -r -d '' e; do printf '%s\\0' \"$e\"; done < /proc/$BASHPID/environ\n\
+         }} > \"$l\" 2>/dev/null\n\
+         {then}\n"
+    );
+    let path = dir.join(name);
+    fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn chown(path: &Path, user: Option<(u32, u32)>) -> Result<(), String> {
+    match user {
+        Some((uid, gid)) => std::os::unix::fs::lchown(path, Some(uid), Some(gid))
+            .map_err(|e| format!("chown {}: {e}", path.display())),
+        None => Ok(()),
+    }
+}
+
+fn chown_tree(path: &Path, user: Option<(u32, u32)>) -> Result<(), String> {
+    if user.is_none() {
+        return Ok(());
+    }
+    chown(path, user)?;
+    let meta = fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.is_dir() {
+        for entry in fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))? {
+            let entry = entry.map_err(|e| e.to_string())?;
+            chown_tree(&entry.path(), user)?;
+        }
+    }
+    Ok(())
+}
+
+/// The Landlock ruleset of one sandbox, created in the parent and applied in the child: the
+/// command may write only beneath `case`.
+fn landlock_ruleset(case: &Path, shims: &Path) -> Result<OwnedFd, String> {
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, Scope, path_beneath_rules,
+    };
+    let no = |e: landlock::RulesetError| {
+        format!("Landlock: {e} — the differential check does not run commands unconfined")
+    };
+    let read = AccessFs::ReadFile | AccessFs::ReadDir;
+    let execute = AccessFs::from_read(ABI::V5);
+    let write_dev = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+    let loader = fs::canonicalize("/lib64/ld-linux-x86-64.so.2")
+        .or_else(|_| fs::canonicalize("/lib/ld-linux-aarch64.so.1"))
+        .map_err(|e| format!("the dynamic loader: {e}"))?;
+    let mut programs: Vec<PathBuf> = vec![
+        fs::canonicalize(BASH).map_err(|e| format!("{BASH}: {e}"))?,
+        loader,
+    ];
+    for (_, real) in PASS_THROUGH {
+        if let Ok(p) = fs::canonicalize(real) {
+            programs.push(p);
+        }
+    }
+    let created = Ruleset::default()
+        // At least the file-system rights of ABI 3 (write, remove, truncate), or nothing runs.
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI::V3))
+        .map_err(no)?
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(ABI::V5))
+        .map_err(no)?
+        .handle_access(AccessNet::from_all(ABI::V4))
+        .map_err(no)?
+        .scope(Scope::from_all(ABI::V6))
+        .map_err(no)?
+        .create()
+        .map_err(no)?
+        .add_rules(path_beneath_rules(
+            [
+                "/usr", "/etc", "/proc", "/dev", "/lib", "/lib64", "/bin", "/sys",
+            ],
+            read,
+        ))
+        .map_err(no)?
+        .add_rules(path_beneath_rules(["/dev/null"], write_dev))
+        .map_err(no)?
+        .add_rules(path_beneath_rules(&programs, execute))
+        .map_err(no)?
+        .add_rules(path_beneath_rules([shims], execute))
+        .map_err(no)?
+        .add_rules(path_beneath_rules([case], AccessFs::from_all(ABI::V5)))
+        .map_err(no)?;
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or_else(|| {
+        "Landlock is not supported by this kernel: nothing is run unconfined".to_owned()
+    })
+}
+
+/// Path (relative to the case root) → what it is, for ws/, home/ and tmp/.
+type Snapshot = BTreeMap<PathBuf, (u32, u64, u64)>;
+
+/// The harness's own files in the case directory, left out of snapshots.
+const OUTPUTS: &[&str] = &["log", "trace", "stdout", "stderr"];
+
+/// Everything a command could write to: the case directory (workspace, home, temp and anything
+/// else it creates there) but the harness's own files.
+fn snapshot(case: &Path) -> Result<Snapshot, String> {
+    let mut out = Snapshot::new();
+    let Ok(entries) = fs::read_dir(case) else {
+        return Ok(out);
+    };
+    for entry in entries.flatten() {
+        if !OUTPUTS.iter().any(|o| entry.file_name() == *o) {
+            walk(case, &entry.path(), &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+fn walk(case: &Path, path: &Path, out: &mut Snapshot) -> Result<(), String> {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let rel = path.strip_prefix(case).unwrap_or(path).to_path_buf();
+    let mut h = DefaultHasher::new();
+    if meta.is_file() {
+        h.write(&fs::read(path).unwrap_or_default());
+    } else if meta.file_type().is_symlink() {
+        h.write(
+            fs::read_link(path)
+                .unwrap_or_default()
+                .as_os_str()
+                .as_encoded_bytes(),
+        );
+    }
+    use std::os::unix::fs::MetadataExt;
+    out.insert(rel, (meta.mode(), meta.len(), h.finish()));
+    if meta.is_dir() {
+        let entries = fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for entry in entries.flatten() {
+            walk(case, &entry.path(), out)?;
+        }
+    }
+    Ok(())
+}
+
+fn diff_snapshots(before: &Snapshot, after: &Snapshot) -> Vec<PathBuf> {
+    let mut changed: Vec<PathBuf> = Vec::new();
+    for (path, what) in after {
+        // A directory's size changes with its entries; those are reported themselves.
+        let dir = what.0 & libc::S_IFMT == libc::S_IFDIR;
+        match before.get(path) {
+            None => changed.push(path.clone()),
+            Some(old) if dir && old.0 == what.0 => {}
+            Some(old) if old != what => changed.push(path.clone()),
+            Some(_) => {}
+        }
+    }
+    for path in before.keys() {
+        if !after.contains_key(path) {
+            changed.push(path.clone());
+        }
+    }
+    changed
+}
+
+/// Splits bash's trace into records `+…\x1e'cwd'\x1fwords\n`; a word may hold a quoted newline.
+pub fn parse_trace(bytes: &[u8]) -> (Vec<Traced>, Vec<String>) {
+    let mut records = Vec::new();
+    let mut unparsed = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let start = i;
+        while i < bytes.len() && bytes[i] == b'+' {
+            i += 1;
+        }
+        if i == start || bytes.get(i) != Some(&0x1e) {
+            let end = bytes[i..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(bytes.len(), |p| i + p);
+            unparsed.push(String::from_utf8_lossy(&bytes[start..end]).into_owned());
+            i = end + 1;
+            continue;
+        }
+        i += 1;
+        let Some(sep) = bytes[i..].iter().position(|b| *b == 0x1f) else {
+            unparsed.push(String::from_utf8_lossy(&bytes[start..]).into_owned());
+            break;
+        };
+        let (cwd_words, _, _) = split_words(&bytes[i..i + sep]);
+        let cwd = cwd_words.into_iter().next().unwrap_or_default();
+        i += sep + 1;
+        let (words, used, _) = split_words(&bytes[i..]);
+        let text = String::from_utf8_lossy(&bytes[i..i + used]).into_owned();
+        i += used + 1;
+        records.push(Traced { cwd, text, words });
+    }
+    (records, unparsed)
+}
+
+/// Reads shell words (as xtrace prints them: bare, `'…'`, `$'…'`, `"…"`, `\x`) up to an unquoted
+/// newline or the end. Returns the words, the bytes used (newline excluded), and whether it ended
+/// on a newline.
+pub fn split_words(b: &[u8]) -> (Vec<String>, usize, bool) {
+    let mut words = Vec::new();
+    let mut word: Vec<u8> = Vec::new();
+    let mut in_word = false;
+    let mut i = 0;
+    let finish = |word: &mut Vec<u8>, words: &mut Vec<String>, in_word: &mut bool| {
+        if *in_word {
+            words.push(String::from_utf8_lossy(word).into_owned());
+            word.clear();
+            *in_word = false;
+        }
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                finish(&mut word, &mut words, &mut in_word);
+                return (words, i, true);
+            }
+            b' ' | b'\t' => {
+                finish(&mut word, &mut words, &mut in_word);
+                i += 1;
+            }
+            b'\'' => {
+                in_word = true;
+                i += 1;
+                while i < b.len() && b[i] != b'\'' {
+                    word.push(b[i]);
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'$' if b.get(i + 1) == Some(&b'\'') => {
+                in_word = true;
+                i += 2;
+                while i < b.len() && b[i] != b'\'' {
+                    if b[i] == b'\\' && i + 1 < b.len() {
+                        i += 1;
+                        let (decoded, used) = ansi_c_escape(&b[i..]);
+                        word.extend_from_slice(&decoded);
+                        i += used;
+                    } else {
+                        word.push(b[i]);
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            b'"' => {
+                in_word = true;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' && matches!(b.get(i + 1), Some(b'"' | b'\\' | b'$' | b'`')) {
+                        i += 1;
+                    }
+                    word.push(b[i]);
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'\\' if i + 1 < b.len() => {
+                in_word = true;
+                word.push(b[i + 1]);
+                i += 2;
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+                i += 1;
+            }
+        }
+    }
+    finish(&mut word, &mut words, &mut in_word);
+    (words, b.len(), false)
+}
+
+/// One ANSI-C escape after the backslash: the bytes it stands for and how many it used.
+fn ansi_c_escape(b: &[u8]) -> (Vec<u8>, usize) {
+    let simple = |c: u8| vec![c];
+    match b[0] {
+        b'a' => (simple(7), 1),
+        b'b' => (simple(8), 1),
+        b'e' | b'E' => (simple(27), 1),
+        b'f' => (simple(12), 1),
+        b'n' => (simple(b'\n'), 1),
+        b'r' => (simple(b'\r'), 1),
+        b't' => (simple(b'\t'), 1),
+        b'v' => (simple(11), 1),
+        b'0'..=b'7' => {
+            let n = b
+                .iter()
+                .take(3)
+                .take_while(|c| (b'0'..=b'7').contains(*c))
+                .count();
+            let v = b[..n]
+                .iter()
+                .fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0'));
+            (simple((v & 0xff) as u8), n)
+        }
+        b'x' => {
+            let n = b[1..]
+                .iter()
+                .take(2)
+                .take_while(|c| c.is_ascii_hexdigit())
+                .count();
+            let text = std::str::from_utf8(&b[1..1 + n]).unwrap_or("0");
+            (simple(u8::from_str_radix(text, 16).unwrap_or(0)), 1 + n)
+        }
+        c => (simple(c), 1),
+    }
+}
+
+/// `s` quoted for bash so that it reads back as exactly one word with that text.
+pub fn quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"_./,:=@%+^-".contains(&c));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
