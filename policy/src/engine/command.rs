@@ -177,6 +177,27 @@ impl Policy {
             if recursive && !any && spec.style != Style::Go {
                 self.rate_arg(".", &Word::literal("."), how, line, ctx, cwds, parts);
             }
+        } else if spec.family == Family::Git {
+            // `git cat-file -p REV:PATH` too: the object is PATH as it was at REV.
+            let how = How {
+                recursive: false,
+                names_only: false,
+            };
+            for a in &parsed.operands {
+                if let Some((_, path)) = a.text.split_once(':')
+                    && !path.is_empty()
+                {
+                    self.rate_arg(path, a.word, how, line, ctx, cwds, parts);
+                }
+            }
+        }
+        // Pathspecs after `--` (`git diff -- .env` shows that file).
+        let how = How {
+            recursive: false,
+            names_only: false,
+        };
+        for a in &parsed.rest_paths {
+            self.rate_arg(a.text, a.word, how, line, ctx, cwds, parts);
         }
         self.rate_option_values(parsed, line, ctx, cwds, parts);
     }

@@ -60,19 +60,50 @@ pub fn resolve_word(word: &str, tilde: bool, cwd: &Path, ctx: &Context<'_>) -> R
 }
 
 /// Folds `.` and `..` components without touching the filesystem; `..` stops at the root.
+///
+/// Past a procfs magic link (`/proc/PID/cwd`, `root`, `exe`, `fd/N`, `map_files/…`, also under
+/// `task/TID/`) the kernel jumps to wherever the link points, so a `..` after it cannot be
+/// folded: `/proc/self/cwd/../../home/u/.netrc` stays as written, under `/proc/*/cwd/**`, instead
+/// of folding into the harmless-looking `/proc/home/u/.netrc`.
 pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::with_capacity(path.as_os_str().len() + 1);
     out.push("/");
+    let mut through_link = false;
     for component in path.components() {
         match component {
+            Component::ParentDir if through_link => out.push(".."),
             Component::ParentDir => {
                 out.pop();
             }
-            Component::Normal(part) => out.push(part),
+            Component::Normal(part) => {
+                out.push(part);
+                through_link = through_link || is_magic_link(&out);
+            }
             Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
         }
     }
     out
+}
+
+/// Whether `path` (folded so far) names a procfs link the kernel follows to somewhere else.
+fn is_magic_link(path: &Path) -> bool {
+    let mut parts = path
+        .components()
+        .skip(1)
+        .map(|c| c.as_os_str().to_string_lossy());
+    if parts.next().as_deref() != Some("proc") {
+        return false;
+    }
+    let rest: Vec<_> = parts.skip(1).collect();
+    let at = match rest.first().map(|p| p.as_ref()) {
+        Some("task") => 2,
+        _ => 0,
+    };
+    match rest.get(at).map(|p| p.as_ref()) {
+        Some("cwd" | "root" | "exe") => rest.len() == at + 1,
+        Some("fd" | "map_files") => rest.len() == at + 2,
+        _ => false,
+    }
 }
 
 /// Devices a redirection may use without writing any file.

@@ -2,7 +2,7 @@
 //! getopt_long (clustered short options, `--long=value`, unique prefixes, options after operands,
 //! `--`), POSIX-style parsers that stop at the first operand, Go's flag package, and `find`.
 
-use super::{Arity, Check, Opt, Spec, Specs, Style, scripts};
+use super::{Args, Arity, Check, Opt, Spec, Specs, Style, scripts};
 use crate::shell::Word;
 
 /// Why a command line does not fit its spec: it asks.
@@ -45,6 +45,8 @@ pub struct Parsed<'w> {
     pub command_at: Option<usize>,
     /// For `find`: the `-exec`/`-execdir` commands, as ranges of the command line.
     pub exec: Vec<std::ops::Range<usize>>,
+    /// Operands after `--` read by a `rest` spec whose operands are paths (`git diff -- F`).
+    pub rest_paths: Vec<Arg<'w>>,
 }
 
 impl Parsed<'_> {
@@ -65,6 +67,7 @@ pub fn check<'w>(specs: &'w Specs, name: &str, argv: &'w [Word]) -> Result<Parse
         operands: Vec::new(),
         command_at: None,
         exec: Vec::new(),
+        rest_paths: Vec::new(),
     };
     let mut at = 1;
     let mut spec = spec;
@@ -112,9 +115,13 @@ pub fn check<'w>(specs: &'w Specs, name: &str, argv: &'w [Word]) -> Result<Parse
                     operands: Vec::new(),
                     command_at: None,
                     exec: Vec::new(),
+                    rest_paths: Vec::new(),
                 };
                 read(rest, argv, end + 1, &mut inner, false)?;
                 parsed.options.extend(inner.options);
+                if rest.args == Args::Paths {
+                    parsed.rest_paths = inner.operands;
+                }
             }
             None => parsed.operands.extend(argv[end + 1..].iter().map(|w| Arg {
                 text: &w.text,
@@ -503,6 +510,7 @@ fn validate(parsed: &Parsed<'_>, argv: &[Word]) -> Result<(), Problem> {
         Some(Check::Sed) => scripts::sed(parsed),
         Some(Check::Awk) => scripts::awk(parsed),
         Some(Check::Date) => scripts::date(parsed),
+        Some(Check::Ps) => scripts::ps(parsed),
         Some(Check::Test) => scripts::test(parsed),
         Some(Check::Set) => scripts::set(argv),
         Some(Check::Read) => scripts::read(parsed),

@@ -186,6 +186,7 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
         Some("sed") => Some(Check::Sed),
         Some("awk") => Some(Check::Awk),
         Some("date") => Some(Check::Date),
+        Some("ps") => Some(Check::Ps),
         Some("test") => Some(Check::Test),
         Some("set") => Some(Check::Set),
         Some("read") => Some(Check::Read),

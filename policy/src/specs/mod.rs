@@ -81,6 +81,8 @@ pub enum Check {
     Read,
     /// `find`: predicates and actions.
     Find,
+    /// `ps`: no BSD `e` (every process's environment beside its command).
+    Ps,
 }
 
 /// When a command reads directories recursively.

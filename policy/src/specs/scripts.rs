@@ -274,6 +274,21 @@ pub fn date(parsed: &Parsed<'_>) -> Result<(), Problem> {
     }
 }
 
+/// `ps`: a BSD option word (letters without a dash, `ps auxe`) holding `e` shows each process's
+/// environment after its command — the secrets other programs were started with.
+pub fn ps(parsed: &Parsed<'_>) -> Result<(), Problem> {
+    match parsed.operands.iter().find(|a| {
+        a.word.may_differ()
+            || (a.text.chars().all(|c| c.is_ascii_alphabetic()) && a.text.contains('e'))
+    }) {
+        Some(a) => Err(problem(
+            a.text,
+            "BSD `e` shows the environment of every process listed",
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Whether `name` is a plain shell variable name.
 pub fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
