@@ -390,8 +390,7 @@ impl Sandbox {
             .current_dir(self.workspace())
             .stdin(Stdio::null())
             .stdout(stdout)
-            .stderr(stderr)
-            .process_group(0);
+            .stderr(stderr);
         if let Some((uid, gid)) = self.user {
             cmd.uid(uid).gid(gid);
         }
@@ -402,6 +401,12 @@ impl Sandbox {
         // until spawn returns; it allocates nothing and takes no lock.
         unsafe {
             cmd.pre_exec(move || {
+                // A session of its own (and a group, with the same id): programs that make a
+                // group of their own (`timeout`) stay in the session, so the end of a command
+                // is the end of its session, not only of its group.
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
                 if trace_fd == TRACE_FD {
                     if libc::fcntl(TRACE_FD, libc::F_SETFD, 0) < 0 {
                         return Err(io::Error::last_os_error());
@@ -450,6 +455,26 @@ impl Sandbox {
             if Instant::now() >= deadline {
                 timed_out = true;
                 kill_group(pgid);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Then what left the group but not the session (`timeout` makes a group of its own):
+        // reaped as our orphans when they end, killed at the deadline.
+        loop {
+            let left = in_session(pgid);
+            if left.is_empty() {
+                break;
+            }
+            for pid in &left {
+                let mut st = 0;
+                // SAFETY: waitpid on one pid with WNOHANG and a valid status pointer; it fails
+                // harmlessly (ECHILD) for a process that is not our child.
+                unsafe { libc::waitpid(*pid, &mut st, libc::WNOHANG) };
+                if Instant::now() >= deadline {
+                    timed_out = true;
+                    // SAFETY: kill with a positive pid of a process of this command's session.
+                    unsafe { libc::kill(*pid, libc::SIGKILL) };
+                }
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -599,6 +624,27 @@ fn read_lossy(p: &Path) -> String {
     fs::read(p)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default()
+}
+
+/// The processes of session `sid` (zombies included: they are gone once reaped).
+fn in_session(sid: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            // Field 6 of /proc/PID/stat is the session; the command name (field 2) may hold
+            // spaces and parentheses, so fields are counted after its closing parenthesis.
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .is_some_and(|stat| {
+                    stat.rsplit_once(')').and_then(|(_, rest)| {
+                        rest.split_whitespace().nth(3)?.parse::<libc::pid_t>().ok()
+                    }) == Some(sid)
+                })
+        })
+        .collect()
 }
 
 fn kill_group(pgid: libc::pid_t) {
