@@ -83,6 +83,30 @@ fn finish(child: Child) -> (i32, Value, String) {
     (out.status.code().unwrap_or(-1), json, stderr)
 }
 
+/// The session's log, once it records a started tool call (at most 20 s).
+fn log_once_a_call_started(s: &Setup) -> std::path::PathBuf {
+    let started = Instant::now();
+    loop {
+        let found = std::fs::read_dir(s.state.0.join("sessions"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .map(|e| e.path().join("log.jsonl"));
+        if let Some(log) = found
+            && std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("tool_call_started")
+        {
+            return log;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the call never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The conversation a request sent, without the system prompt.
 fn conversation(request: &Value) -> Vec<Value> {
     request["messages"].as_array().unwrap()[1..].to_vec()
@@ -179,26 +203,7 @@ fn kill_9_mid_turn_loses_nothing_written_and_the_session_goes_on() {
     .spawn()
     .unwrap();
     // Wait until the call is running, then kill the agent outright.
-    let started = Instant::now();
-    let log = loop {
-        let found = std::fs::read_dir(s.state.0.join("sessions"))
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(Result::ok)
-            .map(|e| e.path().join("log.jsonl"));
-        if let Some(log) = found
-            && std::fs::read_to_string(&log)
-                .unwrap_or_default()
-                .contains("tool_call_started")
-        {
-            break log;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the call never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let log = log_once_a_call_started(&s);
     child.kill().unwrap();
     let _ = child.wait();
     let id = log
@@ -394,26 +399,7 @@ fn sigint_interrupts_the_turn_kills_the_call_and_leaves_a_history_that_resumes()
     )
     .spawn()
     .unwrap();
-    let started = Instant::now();
-    let log = loop {
-        let found = std::fs::read_dir(s.state.0.join("sessions"))
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(Result::ok)
-            .map(|e| e.path().join("log.jsonl"));
-        if let Some(log) = found
-            && std::fs::read_to_string(&log)
-                .unwrap_or_default()
-                .contains("tool_call_started")
-        {
-            break log;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the call never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let log = log_once_a_call_started(&s);
     std::thread::sleep(Duration::from_millis(300));
     let interrupted_at = Instant::now();
     nix::sys::signal::kill(

@@ -63,6 +63,7 @@ impl Agent {
         (self.emit)(Event::ContextCompacted(ContextCompacted {
             tokens_before: before,
             tokens_after: after,
+            // `first + messages_summarised` is the cut: resume replays it from this count.
             messages_summarised: older.len() as u64,
             summary: response.text,
         }));

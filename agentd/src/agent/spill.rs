@@ -20,9 +20,7 @@ pub fn fit(content: String, call_id: &str, dir: Option<&Path>) -> (String, bool)
     }
     let lines = content.lines().count();
     let whole = dir.and_then(|d| write(d, call_id, &content).ok());
-    let half = MODEL_CAP / 2;
-    let head_end = floor_char(&content, half);
-    let tail_start = ceil_char(&content, content.len() - half);
+    let (head_end, tail_start) = crate::worker::caps::middle(&content, MODEL_CAP);
     let cut = tail_start - head_end;
     let where_ = match &whole {
         Some(path) => format!(
@@ -61,20 +59,6 @@ fn write(dir: &Path, call_id: &str, content: &str) -> std::io::Result<PathBuf> {
         .open(&path)?;
     file.write_all(content.as_bytes())?;
     Ok(path)
-}
-
-fn floor_char(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_char(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]

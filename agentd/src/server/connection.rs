@@ -27,8 +27,7 @@ fn server_name() -> String {
 }
 
 /// Tells a client over the connection limit so, and closes.
-pub async fn refuse(stream: UnixStream, server: &Server) {
-    let mut stream = stream;
+pub async fn refuse(mut stream: UnixStream, server: &Server) {
     let frame = ErrorFrame::new(
         ErrorCode::Forbidden,
         format!(
@@ -36,9 +35,19 @@ pub async fn refuse(stream: UnixStream, server: &Server) {
             server.limits.max_connections
         ),
     );
-    let decoder = FrameDecoder::new(server.limits.max_frame_bytes);
+    reject(
+        &mut stream,
+        FrameDecoder::new(server.limits.max_frame_bytes),
+        frame,
+    )
+    .await;
+}
+
+/// Answers in the handshake's place with an error frame (in JSON, as the handshake is); the
+/// caller then closes. The peer may be gone already: nothing more can be done then.
+async fn reject(stream: &mut UnixStream, decoder: FrameDecoder, frame: ErrorFrame) {
     let reply = protocol::handshake::HandshakeReply::Error(frame);
-    let _ = write_message(&mut stream, decoder, Encoding::Json, &reply).await;
+    let _ = write_message(stream, decoder, Encoding::Json, &reply).await;
 }
 
 /// Serves one client until it leaves, breaks the protocol, or falls behind.
@@ -72,8 +81,7 @@ pub async fn run(stream: UnixStream, server: &Server) {
                     server.limits.handshake_timeout.as_secs_f64()
                 ),
             );
-            let reply = protocol::handshake::HandshakeReply::Error(frame);
-            let _ = write_message(reader.get_mut(), decoder, Encoding::Json, &reply).await;
+            reject(reader.get_mut(), decoder, frame).await;
             return;
         }
     };

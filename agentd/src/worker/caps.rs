@@ -129,8 +129,7 @@ pub(super) fn capped(mut result: ToolResult, cap: usize, verified: &LockdownRepo
         cap,
         "the tool-worker sent a result over the output cap; cut"
     );
-    let head = floor_boundary(&result.content, cap / 2);
-    let tail = ceil_boundary(&result.content, len - (cap - cap / 2));
+    let (head, tail) = middle(&result.content, cap);
     result.content = format!(
         "{}\n[… {} bytes cut by the supervisor; {len} bytes of result in all …]\n{}",
         &result.content[..head],
@@ -140,6 +139,14 @@ pub(super) fn capped(mut result: ToolResult, cap: usize, verified: &LockdownRepo
     result.truncated = true;
     result.bytes_seen = result.bytes_seen.max(len as u64);
     result
+}
+
+/// The middle of `text` to cut so that at most `cap` bytes are kept, half of them from the start
+/// and the rest from the end: the range `head..tail`, on char boundaries.
+pub fn middle(text: &str, cap: usize) -> (usize, usize) {
+    let head = floor_boundary(text, cap / 2);
+    let tail = ceil_boundary(text, text.len().saturating_sub(cap - cap / 2)).max(head);
+    (head, tail)
 }
 
 /// The largest char boundary of `text` at or below `at`.
