@@ -11,7 +11,10 @@
 //! `RUSAGE_CHILDREN` (every child waited for, with the descendants *it* waited for). That is
 //! complete here because every process of a call is waited for: the bench (tokio) reaps the
 //! worker; the worker `waitpid`s its `sh`, the PID namespace's init; the kernel reaps whatever is
-//! left in the namespace into that init when it exits. Not counted: kernel work deferred to
+//! left in the namespace into that init when it exits. Workers forked by the zygote are the
+//! zygote's children, which the bench never waits for: their CPU comes from the zygote, which
+//! reports each worker's `wait4` usage as it reaps it, and the zygote's own from its
+//! `/proc/PID/schedstat` ([`agentd::worker::zygote::cpu_used`]). Not counted: kernel work deferred to
 //! kworkers (cgroup and namespace teardown, RCU), which no process is charged for.
 //!
 //! For pooled rows the wall time is the call alone, but the CPU is the whole cycle — refill
@@ -62,7 +65,7 @@ fn cpu_now() -> Cpu {
     };
     Cpu {
         own: used(UsageWho::RUSAGE_SELF),
-        children: used(UsageWho::RUSAGE_CHILDREN),
+        children: used(UsageWho::RUSAGE_CHILDREN) + agentd::worker::zygote::cpu_used(),
     }
 }
 
@@ -206,6 +209,27 @@ fn pooled_call(rt: &tokio::runtime::Runtime, pool: &WorkerPool) -> Sample {
     }
 }
 
+/// A worker forked by the zygote whose channel is at EOF: it does its spec-independent steps,
+/// finds no spec and exits; waited for until the zygote has reaped it.
+fn zygote_fork_exit(rt: &tokio::runtime::Runtime, worker: &std::path::Path) {
+    let zygote = agentd::worker::zygote::for_program(worker, None);
+    assert!(
+        zygote.is_some(),
+        "{} does not serve as a zygote",
+        worker.display()
+    );
+    let Some(zygote) = zygote else { return };
+    let forked = rt.block_on(async {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+        drop(ours);
+        let (_read, write) = nix::unistd::pipe()?;
+        let child = zygote.fork(theirs.into(), write).await?;
+        child.wait().await;
+        std::io::Result::Ok(())
+    });
+    assert!(forked.is_ok(), "fork from the zygote: {forked:?}");
+}
+
 fn main() {
     if std::env::var_os(STEPS_ENV).is_some_and(|v| !v.is_empty()) {
         lockdown_steps();
@@ -279,6 +303,13 @@ fn main() {
                     .stdin(std::process::Stdio::null())
                     .stderr(std::process::Stdio::null())
                     .status();
+                start
+            })
+        }),
+        Row::part("part: fork from the zygote, exits (no spec)", || {
+            measure(|| {
+                let start = Instant::now();
+                zygote_fork_exit(&rt, &worker);
                 start
             })
         }),

@@ -21,7 +21,8 @@ impl Fixture {
         WorkerPool::new(worker, self.spec(), size)
     }
 
-    /// The workers waiting in this fixture's pool: our child processes whose own child (the
+    /// The workers waiting in this fixture's pool: processes forked by our worker zygote (our
+    /// child) — or our own children, for a worker executed per call — whose own child (the
     /// worker as its PID namespace's init, which enters the workspace) works in the workspace.
     fn waiting_workers(&self) -> Vec<i32> {
         let me = std::process::id() as i32;
@@ -31,8 +32,14 @@ impl Fixture {
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
             .map(|pid| (pid, parent_of(pid)))
             .collect();
+        let ours = |ppid: &Option<i32>| {
+            *ppid == Some(me)
+                || all
+                    .iter()
+                    .any(|(p, pp)| Some(*p) == *ppid && *pp == Some(me))
+        };
         all.iter()
-            .filter(|(_, ppid)| *ppid == Some(me))
+            .filter(|(_, ppid)| ours(ppid))
             .map(|(pid, _)| *pid)
             .filter(|pid| {
                 all.iter().any(|(child, ppid)| {

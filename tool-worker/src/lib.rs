@@ -4,12 +4,14 @@
 //!
 //! Layout: [`lockdown`] (the ordered steps: `process` · `contain` · `limits` · `identity` · `caps` ·
 //! `landlock` · `seccomp`) · [`tools`] (`bash` · `files` · `edit` · `search`) · [`output`] (head and
-//! tail capping) · [`channel`] (the socketpair on fd 0).
+//! tail capping) · [`channel`] (the socketpair on fd 0) · [`zygote`] (forks the workers of a
+//! supervisor, saving an exec per call).
 
 pub mod channel;
 pub mod lockdown;
 pub mod output;
 pub mod tools;
+pub mod zygote;
 
 use channel::Channel;
 use protocol::worker::{FromWorker, ToWorker, WorkerFailure, WorkerStep};
@@ -18,7 +20,7 @@ use protocol::worker::{FromWorker, ToWorker, WorkerFailure, WorkerStep};
 pub const EXIT_FAILED: i32 = 3;
 
 /// The worker's whole life; returns the process exit code. `args` are the process arguments:
-/// `tool-worker [--parent PID]`.
+/// `tool-worker [--parent PID] [--zygote]` (see [`zygote`]).
 pub fn run(args: impl Iterator<Item = String>) -> i32 {
     let args: Vec<String> = args.collect();
     let parent = args
@@ -26,6 +28,9 @@ pub fn run(args: impl Iterator<Item = String>) -> i32 {
         .position(|a| a == "--parent")
         .and_then(|i| args.get(i + 1))
         .and_then(|p| p.parse().ok());
+    if args.iter().any(|a| a == zygote::ZYGOTE_ARG) {
+        return zygote::serve(parent);
+    }
     let mut channel = Channel::from_stdin();
     let failed = |channel: &mut Channel, failure: WorkerFailure| {
         // The supervisor may be gone; exiting is all that is left either way.

@@ -31,7 +31,9 @@ pub(super) fn max_frame(spec: &SandboxSpec) -> usize {
 }
 
 /// Reads a worker's stderr to its end, keeping the first [`STDERR_CAP`] bytes.
-pub(super) fn read_stderr(mut pipe: tokio::process::ChildStderr) -> JoinHandle<Vec<u8>> {
+pub(super) fn read_stderr(
+    mut pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+) -> JoinHandle<Vec<u8>> {
     tokio::spawn(async move {
         let mut kept = Vec::new();
         let mut buf = [0u8; 8192];

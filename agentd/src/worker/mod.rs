@@ -10,10 +10,12 @@ pub mod caps;
 pub mod cgroup;
 pub mod env;
 pub mod pool;
+pub mod process;
 pub mod protect;
 pub mod spawn;
 pub mod tmp;
 pub mod verify;
+pub mod zygote;
 
 pub use pool::WorkerPool;
 pub use spawn::{ReadyWorker, WorkerError, locate_worker, run_tool, start, start_with};

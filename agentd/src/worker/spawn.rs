@@ -24,6 +24,7 @@
 
 use super::caps::{Streamed, bounded, capped, excerpt, max_frame, read_stderr, trimmed};
 use super::cgroup::{CallGroup, Layout};
+use super::process::Process;
 use super::verify::{Shortfall, Untrusted, trusted_binary, verify};
 use protocol::Encoding;
 use protocol::frame::FrameDecoder;
@@ -34,7 +35,6 @@ use protocol::worker::{
 };
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 use tokio::net::UnixStream;
 use tokio::task::JoinHandle;
@@ -188,7 +188,7 @@ pub async fn run_tool(
 /// A worker that has locked down as its spec asked and waits for its one request.
 #[derive(Debug)]
 pub struct ReadyWorker {
-    child: tokio::process::Child,
+    child: Process,
     chan: FrameReader<UnixStream>,
     group: Option<CallGroup>,
     /// The worker's stderr, read up to [`STDERR_CAP`](super::caps::STDERR_CAP).
@@ -236,42 +236,33 @@ pub async fn start_with(
             },
         })?
     };
-    let (ours, theirs) =
-        std::os::unix::net::UnixStream::pair().map_err(|e| WorkerError::Spawn {
-            path: worker.into(),
-            source: e,
-        })?;
+    let spawn_err = |source: std::io::Error| WorkerError::Spawn {
+        path: worker.into(),
+        source,
+    };
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(spawn_err)?;
     let group = CallGroup::create(
         Layout::detect(),
         spec.limits.max_processes,
         spec.limits.memory_bytes,
     )
     .map_err(WorkerError::Cgroup)?;
-    let mut command = tokio::process::Command::new(&program);
     // A configured path that is this very binary (an installed `agentd`) hosts the worker too.
-    if self_hosted || std::env::current_exe().is_ok_and(|exe| exe == program) {
-        command.arg(SELF_HOSTED_WORKER_ARG);
-    }
-    let mut child = command
-        .arg("--parent")
-        .arg(std::process::id().to_string())
-        .env_clear()
-        .stdin(Stdio::from(OwnedFd::from(theirs)))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| WorkerError::Spawn {
-            path: worker.into(),
-            source,
-        })?;
-    // The command holds our copy of the worker's socket end; dropping it now means a worker that
-    // dies closes the last copy, and we see EOF at once instead of waiting for a timeout.
-    drop(command);
-    let stderr = child.stderr.take().map(read_stderr);
-    if let (Some(group), Some(pid)) = (&group, child.id()) {
+    let hosted = self_hosted || std::env::current_exe().is_ok_and(|exe| exe == program);
+    let (mut child, stderr) = Process::start(
+        &program,
+        hosted.then_some(SELF_HOSTED_WORKER_ARG),
+        OwnedFd::from(theirs),
+    )
+    .await
+    .map_err(spawn_err)?;
+    let stderr = stderr.map(read_stderr);
+    if let Some(group) = &group {
         // Before the spec is sent the worker has forked nothing, so nothing escapes the group.
-        group.add(pid).map_err(WorkerError::Cgroup)?;
+        if let Err(e) = child.id().map_or(Ok(()), |pid| group.add(pid)) {
+            child.start_kill();
+            return Err(WorkerError::Cgroup(e));
+        }
     }
     ours.set_nonblocking(true)
         .map_err(|e| WorkerError::Protocol(e.to_string()))?;
@@ -344,7 +335,7 @@ async fn lock_down(
 impl ReadyWorker {
     /// Whether the worker is still there to take a request (a waiting worker can be killed).
     pub fn is_alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.child.try_wait().is_none()
     }
 
     /// The lockdown the worker reported and the supervisor verified against the spec.
@@ -477,8 +468,8 @@ impl ReadyWorker {
             // Say how the worker ended, which is more useful than "connection closed".
             WorkerError::Died { .. } => Some(
                 match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
-                    Ok(Ok(status)) => status.to_string(),
-                    _ => "still running; killed".to_owned(),
+                    Ok(status) => status,
+                    Err(_) => "still running; killed".to_owned(),
                 },
             ),
             _ => None,
@@ -496,7 +487,7 @@ impl ReadyWorker {
     /// The worker exits after its result; make sure of it either way, kill whatever is left in
     /// its cgroup, remove the cgroup, and log what the worker wrote to stderr (returned, escaped).
     async fn end(mut self) -> String {
-        let _ = self.child.start_kill();
+        self.child.start_kill();
         if let Some(group) = &self.group {
             group.kill();
         }
@@ -532,7 +523,7 @@ impl Drop for ReadyWorker {
         if self.ended {
             return;
         }
-        let _ = self.child.start_kill();
+        self.child.start_kill();
         if let Some(group) = &self.group {
             group.kill();
         }
@@ -540,7 +531,7 @@ impl Drop for ReadyWorker {
             reader.abort();
         }
         for _ in 0..200 {
-            if !matches!(self.child.try_wait(), Ok(None)) {
+            if self.child.try_wait().is_some() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));

@@ -1,0 +1,99 @@
+//! A worker process, however it was started: forked by the binary's zygote (`agent`, `agentd`
+//! and `tool-worker` serve as one; see [`super::zygote`]), or executed afresh — for a configured
+//! binary that does not answer as a zygote. Either way the worker gets the same start: one end of
+//! a socketpair as stdin, `/dev/null` as stdout, a pipe of its own as stderr (never the
+//! supervisor's fd 2), an empty environment and `--parent` naming the process it must die with.
+
+use super::zygote::{self, WorkerProcess};
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::process::Stdio;
+use tokio::io::AsyncRead;
+
+/// A running worker.
+#[derive(Debug)]
+pub enum Process {
+    /// Forked by a zygote: its child, not ours.
+    Forked(WorkerProcess),
+    /// Executed by us.
+    Spawned(tokio::process::Child),
+}
+
+/// Its stderr, to read.
+pub type Stderr = Box<dyn AsyncRead + Unpin + Send>;
+
+impl Process {
+    /// Starts `program` as a worker on `chan`, with `hosted_arg` first when the binary hosts the
+    /// worker behind it.
+    pub async fn start(
+        program: &Path,
+        hosted_arg: Option<&str>,
+        chan: OwnedFd,
+    ) -> std::io::Result<(Process, Option<Stderr>)> {
+        if let Some(zygote) = zygote::for_program(program, hosted_arg) {
+            let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+            let child = zygote.fork(chan, write).await?;
+            let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(read)
+                .ok()
+                .map(|r| Box::new(r) as Stderr);
+            return Ok((Process::Forked(child), stderr));
+        }
+        let mut command = tokio::process::Command::new(program);
+        command.args(hosted_arg);
+        let mut child = command
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .env_clear()
+            .stdin(Stdio::from(chan))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        // The command holds a copy of the worker's socket end; dropping it now means a worker
+        // that dies closes the last copy, and we see EOF at once instead of waiting for a timeout.
+        drop(command);
+        let stderr = child.stderr.take().map(|s| Box::new(s) as Stderr);
+        Ok((Process::Spawned(child), stderr))
+    }
+
+    /// Its pid.
+    pub fn id(&self) -> Option<u32> {
+        match self {
+            Process::Forked(p) => Some(p.id()),
+            Process::Spawned(c) => c.id(),
+        }
+    }
+
+    /// Sends it `SIGKILL`.
+    pub fn start_kill(&mut self) {
+        match self {
+            Process::Forked(p) => p.start_kill(),
+            Process::Spawned(c) => {
+                let _ = c.start_kill();
+            }
+        }
+    }
+
+    /// How it ended, if it has.
+    pub fn try_wait(&mut self) -> Option<String> {
+        match self {
+            Process::Forked(p) => p.try_wait(),
+            Process::Spawned(c) => match c.try_wait() {
+                Ok(Some(status)) => Some(status.to_string()),
+                Ok(None) => None,
+                Err(e) => Some(e.to_string()),
+            },
+        }
+    }
+
+    /// Waits until it has ended; how.
+    pub async fn wait(&mut self) -> String {
+        match self {
+            Process::Forked(p) => p.wait().await,
+            Process::Spawned(c) => match c.wait().await {
+                Ok(status) => status.to_string(),
+                Err(e) => e.to_string(),
+            },
+        }
+    }
+}
