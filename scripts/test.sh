@@ -14,6 +14,11 @@ command -v setpriv >/dev/null || need_apt+=(util-linux)
 # The "still works" suite (tests/tests/still_works.rs) runs git, a venv and pytest inside the
 # sandbox, whose PATH is the tool's (no pyenv or ~/.local): check the python3 found there.
 command -v git >/dev/null || need_apt+=(git)
+# The systemd suites (tests/tests/{systemd,dist}.rs) use systemd's tools (systemd-analyze,
+# systemd-socket-activate, systemd-tmpfiles, systemd-sysusers; no running systemd needed) and
+# strace; without them those checks are skipped, saying so.
+command -v systemd-analyze >/dev/null || need_apt+=(systemd)
+command -v strace >/dev/null || need_apt+=(strace)
 tool_python=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v python3 || true)
 if [[ -z $tool_python ]] || ! "$tool_python" -c 'import ensurepip' 2>/dev/null; then
   need_apt+=(python3-venv)

@@ -138,6 +138,9 @@ pub struct ProviderSection {
     pub idle_timeout_secs: Option<u64>,
     /// The model's context window, tokens (default 128000); `--context-window` overrides it.
     pub context_window: Option<u64>,
+    /// The most text, tool arguments and thinking one model response may bring, bytes (default
+    /// 8 MiB): past it the call ends with an error (`docs/agent.md`, "Bounds on a response").
+    pub max_response_bytes: Option<usize>,
 }
 
 /// Why the config file could not be used.

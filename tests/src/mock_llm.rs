@@ -37,6 +37,20 @@ pub enum Reply {
     },
     /// A 200 response whose body is this text.
     Garbage(String),
+    /// A 200 response that never ends: `head` once, then `repeat` again and again, with no
+    /// length, until the client goes away — or until `max_bytes` of body were sent, so that a
+    /// client with no bound fails its test instead of hanging it. A provider, or a proxy in
+    /// front of one, gone wrong.
+    Endless {
+        /// `text/event-stream` or `application/json`.
+        content_type: &'static str,
+        /// Sent once, first.
+        head: String,
+        /// Sent over and over.
+        repeat: String,
+        /// Body bytes after which the server stops.
+        max_bytes: usize,
+    },
 }
 
 impl Reply {
@@ -74,6 +88,32 @@ impl Reply {
 }
 
 impl Reply {
+    /// An event stream that starts with `head` events and then repeats `repeat` without end (up
+    /// to `max_bytes`).
+    pub fn endless_events(
+        head: &[serde_json::Value],
+        repeat: &serde_json::Value,
+        max_bytes: usize,
+    ) -> Self {
+        Reply::Endless {
+            content_type: "text/event-stream",
+            head: head.iter().map(|e| format!("data: {e}\n\n")).collect(),
+            repeat: format!("data: {repeat}\n\n"),
+            max_bytes,
+        }
+    }
+
+    /// A JSON body that starts with `head` and repeats `repeat` without end (up to `max_bytes`):
+    /// e.g. `{"choices": [{"message": {"content": "` and `xxxx`.
+    pub fn endless_body(head: &str, repeat: &str, max_bytes: usize) -> Self {
+        Reply::Endless {
+            content_type: "application/json",
+            head: head.into(),
+            repeat: repeat.into(),
+            max_bytes,
+        }
+    }
+
     /// An event stream of these JSON events as they are, with no `[DONE]` (Anthropic, Gemini).
     pub fn events(events: Vec<serde_json::Value>) -> Self {
         Reply::Sse {
@@ -126,6 +166,8 @@ struct State {
     script: Mutex<VecDeque<Reply>>,
     /// What was sent that must come back unchanged.
     issued: Mutex<strict::Issued>,
+    /// Body bytes of endless replies written to clients so far.
+    endless_sent: std::sync::atomic::AtomicUsize,
 }
 
 impl Drop for MockLlm {
@@ -166,6 +208,14 @@ impl MockLlm {
     /// Every request so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.requests.lock().unwrap().clone()
+    }
+
+    /// Body bytes of [`Reply::Endless`] replies the server managed to write so far: what the
+    /// client read, give or take the sockets' buffers.
+    pub fn endless_bytes_sent(&self) -> usize {
+        self.state
+            .endless_sent
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Posts `body` to `path` as a plain HTTP client, returning the status and the JSON body: for
@@ -289,6 +339,28 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
                 stream
                     .write_all(b"data: {\"choices\": [{\"delta\": {\"content\": \"trunc")
                     .await?;
+            }
+        }
+        Reply::Endless {
+            content_type,
+            head,
+            repeat,
+            max_bytes,
+        } => {
+            let out = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n"
+            );
+            stream.write_all(out.as_bytes()).await?;
+            let mut sent = 0;
+            let mut piece = if head.is_empty() { &repeat } else { &head }.as_bytes();
+            while sent < max_bytes && !piece.is_empty() {
+                // A client that hung up ends the reply with an error: that is the point.
+                stream.write_all(piece).await?;
+                sent += piece.len();
+                state
+                    .endless_sent
+                    .fetch_add(piece.len(), std::sync::atomic::Ordering::Relaxed);
+                piece = repeat.as_bytes();
             }
         }
     }

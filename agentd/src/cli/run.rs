@@ -138,15 +138,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         &overrides,
     )?;
     let mut provider = Provider::from_settings(&settings)?;
-    if let Some(section) = &config.provider {
-        let transport = provider.transport_mut();
-        if let Some(tries) = section.max_tries {
-            transport.retry.max_tries = tries.max(1);
-        }
-        if let Some(secs) = section.idle_timeout_secs {
-            transport.idle_timeout = Duration::from_secs(secs.max(1));
-        }
-    }
+    provider.configure(config.provider.as_ref());
     let mode = if args.dangerously_skip_permissions {
         ApprovalMode::SkipPermissions
     } else {

@@ -1,6 +1,6 @@
 //! `agentd serve`: the daemon's control socket.
 
-use crate::server::{self, Server, listen, sessions::Sessions};
+use crate::server::{self, Server, listen, notify, sessions::Sessions};
 use crate::store::Store;
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -26,6 +26,7 @@ pub struct ServeArgs {
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     // Before any thread exists: the activation variables are read and removed here.
     let activated = listen::activated();
+    let systemd = Arc::new(notify::Systemd::from_env());
     let defaults = match (&args.socket, &args.state_dir) {
         (Some(_), Some(_)) => None,
         _ => Some(listen::defaults().map_err(anyhow::Error::msg)?),
@@ -72,26 +73,34 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let listener = tokio::net::UnixListener::from_std(listener)?;
-        eprintln!(
-            "agentd: listening on {shown}; sessions in {}",
-            state_dir.display()
-        );
-        server::serve(listener, server, stop_signal()).await;
+        // The handlers are in place before anyone is told we are ready, so an early SIGTERM
+        // still shuts down in order.
+        let stop = stop_signal();
+        let status = format!("listening on {shown}; sessions in {}", state_dir.display());
+        eprintln!("agentd: {status}");
+        let _watchdog = systemd.ready(&status);
+        server::serve(listener, server, stop).await;
+        systemd.stopping();
         anyhow::Ok(())
     })?;
     Ok(0)
 }
 
-async fn stop_signal() {
+/// Resolves at SIGTERM or SIGINT; the handlers are installed when this is called, not when the
+/// future is first polled.
+fn stop_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
+    let signals = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    );
+    async move {
+        let (Ok(mut term), Ok(mut int)) = signals else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
     }
 }

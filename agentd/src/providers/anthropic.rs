@@ -8,7 +8,7 @@
 //! `redacted_thinking` blocks are kept with the message ([`Opaque::AnthropicBlock`]) and sent back
 //! unchanged, in their place, as the API requires when thinking is on.
 
-use super::http::{Call, Client, StreamReader, Wire, arguments_text, event_json};
+use super::http::{Call, Client, PART_OVERHEAD, StreamReader, Wire, arguments_text, event_json};
 use super::model::{Message, ModelRequest, ModelResponse, Opaque, Role, arguments_object};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
@@ -217,8 +217,28 @@ enum Block {
         name: String,
         json: String,
     },
-    /// A `thinking` or `redacted_thinking` block, its deltas applied as they come.
-    Opaque(Value),
+    /// A `thinking` or `redacted_thinking` block as it started, and the text of its
+    /// `thinking_delta`s and `signature_delta`s so far: joined into the block when the message
+    /// is complete, so that each delta costs its own length, not the length of all before it.
+    Opaque {
+        block: Value,
+        thinking: Option<String>,
+        signature: Option<String>,
+    },
+}
+
+impl Block {
+    /// The block as the non-streamed API would have returned it.
+    fn into_opaque(block: Value, thinking: Option<String>, signature: Option<String>) -> Value {
+        let mut block = block;
+        for (field, deltas) in [("thinking", thinking), ("signature", signature)] {
+            if let Some(deltas) = deltas {
+                let so_far = block.get(field).and_then(Value::as_str).unwrap_or_default();
+                block[field] = json!(format!("{so_far}{deltas}"));
+            }
+        }
+        block
+    }
 }
 
 /// Assembles a streamed message from its events.
@@ -228,10 +248,14 @@ pub struct MessageStream {
     blocks: BTreeMap<u64, Block>,
     usage: TokenUsage,
     stop_reason: Option<String>,
+    /// Bytes kept so far (see [`StreamReader::size`]).
+    size: usize,
 }
 
 impl MessageStream {
-    fn block_start(&mut self, index: u64, block: &Value) {
+    /// A block starts; `raw` is the length of the event that brought it, an upper bound of what
+    /// keeping the block costs.
+    fn block_start(&mut self, index: u64, block: &Value, raw: usize) {
         let kind = block.get("type").and_then(Value::as_str);
         let entry = match kind {
             Some("tool_use") => Block::Tool {
@@ -243,15 +267,20 @@ impl MessageStream {
                     .to_owned(),
                 json: String::new(),
             },
-            _ if is_opaque(kind) => Block::Opaque(block.clone()),
+            _ if is_opaque(kind) => Block::Opaque {
+                block: block.clone(),
+                thinking: None,
+                signature: None,
+            },
             _ => Block::Text,
         };
+        self.size += PART_OVERHEAD + raw;
         self.blocks.insert(index, entry);
     }
 
     fn block_delta(&mut self, index: u64, delta: &Value, on_text: &mut (dyn FnMut(&str) + Send)) {
         let text = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or_default();
-        match (
+        let kept = match (
             delta.get("type").and_then(Value::as_str),
             self.blocks.get_mut(&index),
         ) {
@@ -259,30 +288,35 @@ impl MessageStream {
                 let t = text("text");
                 self.text.push_str(t);
                 on_text(t);
+                t.len()
             }
             (Some("input_json_delta"), Some(Block::Tool { json, .. })) => {
-                json.push_str(text("partial_json"));
+                let t = text("partial_json");
+                json.push_str(t);
+                t.len()
             }
             // Thinking text and its signature arrive as deltas of the block; the block goes
             // back whole, as the non-streamed API would have returned it.
-            (Some(kind @ ("thinking_delta" | "signature_delta")), Some(Block::Opaque(block))) => {
-                let field = if kind == "thinking_delta" {
-                    "thinking"
-                } else {
-                    "signature"
-                };
-                let so_far = block.get(field).and_then(Value::as_str).unwrap_or_default();
-                block[field] = json!(format!("{so_far}{}", text(field)));
+            (Some("thinking_delta"), Some(Block::Opaque { thinking, .. })) => {
+                let t = text("thinking");
+                thinking.get_or_insert_default().push_str(t);
+                t.len()
             }
-            _ => {}
-        }
+            (Some("signature_delta"), Some(Block::Opaque { signature, .. })) => {
+                let t = text("signature");
+                signature.get_or_insert_default().push_str(t);
+                t.len()
+            }
+            _ => 0,
+        };
+        self.size += kept;
     }
 }
 
 impl StreamReader for MessageStream {
     fn feed(
         &mut self,
-        event: &eventsource_stream::Event,
+        event: &super::sse::Event,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<bool, ProviderError> {
         if event.data.trim().is_empty() {
@@ -299,7 +333,8 @@ impl StreamReader for MessageStream {
                 self.usage.input_tokens = usage_of(v.pointer("/message/usage")).input_tokens;
             }
             "content_block_start" => {
-                self.block_start(index, v.get("content_block").unwrap_or(&Value::Null));
+                let block = v.get("content_block").unwrap_or(&Value::Null);
+                self.block_start(index, block, event.data.len());
             }
             "content_block_delta" => {
                 self.block_delta(index, v.get("delta").unwrap_or(&Value::Null), on_text);
@@ -349,12 +384,20 @@ impl StreamReader for MessageStream {
                     name,
                     arguments: arguments_text(&json),
                 }),
-                Block::Opaque(block) => r.opaque.push(Opaque::AnthropicBlock {
-                    index: index as usize,
+                Block::Opaque {
                     block,
+                    thinking,
+                    signature,
+                } => r.opaque.push(Opaque::AnthropicBlock {
+                    index: index as usize,
+                    block: Block::into_opaque(block, thinking, signature),
                 }),
             }
         }
         Ok(r)
+    }
+
+    fn size(&self) -> usize {
+        self.size
     }
 }

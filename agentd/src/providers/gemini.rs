@@ -8,7 +8,7 @@
 //! `const`, …. A `thoughtSignature` on a part is kept with the message ([`Opaque`]) and sent back
 //! on the same part, as Gemini 3 requires for function calls.
 
-use super::http::{Call, Client, StreamReader, Wire, event_json};
+use super::http::{Call, Client, PART_OVERHEAD, StreamReader, Wire, event_json};
 use super::model::{Message, ModelRequest, ModelResponse, Opaque, Role, arguments_object};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
@@ -184,12 +184,21 @@ fn arguments_of(call: &Value) -> String {
     }
 }
 
-/// Appends one response chunk's text and calls; true if it carried a finish reason.
+/// What one chunk added to a response.
+#[derive(Debug, Clone, Copy, Default)]
+struct Absorbed {
+    /// It carried a finish reason.
+    finished: bool,
+    /// Bytes it added, as [`StreamReader::size`] counts them.
+    size: usize,
+}
+
+/// Appends one response chunk's text and calls.
 fn absorb(
     v: &Value,
     r: &mut ModelResponse,
     on_text: &mut (dyn FnMut(&str) + Send),
-) -> Result<bool, ProviderError> {
+) -> Result<Absorbed, ProviderError> {
     if let Some(message) = v.pointer("/error/message").and_then(Value::as_str) {
         return Err(ProviderError::InStream {
             provider: PROVIDER,
@@ -208,8 +217,9 @@ fn absorb(
                 .unwrap_or(r.usage.output_tokens),
         };
     }
+    let mut added = Absorbed::default();
     let Some(candidate) = v.pointer("/candidates/0") else {
-        return Ok(false);
+        return Ok(added);
     };
     for part in candidate
         .pointer("/content/parts")
@@ -228,12 +238,13 @@ fn absorb(
                 .and_then(|id| ToolCallId::new(id).ok())
                 .unwrap_or_else(fresh_call_id);
             if let Some(signature) = signature {
+                added.size += PART_OVERHEAD + signature.len();
                 r.opaque.push(Opaque::GeminiCallSignature {
                     call: id.clone(),
                     signature,
                 });
             }
-            r.tool_calls.push(ToolCall {
+            let call = ToolCall {
                 id,
                 name: call
                     .get("name")
@@ -241,14 +252,19 @@ fn absorb(
                     .unwrap_or_default()
                     .to_owned(),
                 arguments: arguments_of(call),
-            });
+            };
+            added.size +=
+                PART_OVERHEAD + call.id.as_str().len() + call.name.len() + call.arguments.len();
+            r.tool_calls.push(call);
         } else if let Some(text) = part.get("text").and_then(Value::as_str) {
             // A thought summary (`thought: true`) is the model's reasoning, not its answer.
             if part.get("thought").and_then(Value::as_bool) != Some(true) {
                 r.text.push_str(text);
+                added.size += text.len();
                 on_text(text);
             }
             if let Some(signature) = signature {
+                added.size += PART_OVERHEAD + signature.len();
                 // One text signature per message: the last, which Gemini puts on the last part.
                 r.opaque
                     .retain(|o| !matches!(o, Opaque::GeminiTextSignature { .. }));
@@ -256,13 +272,11 @@ fn absorb(
             }
         }
     }
-    match candidate.get("finishReason").and_then(Value::as_str) {
-        Some(reason) => {
-            r.finish_reason = Some(reason.to_owned());
-            Ok(true)
-        }
-        None => Ok(false),
+    if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
+        r.finish_reason = Some(reason.to_owned());
+        added.finished = true;
     }
+    Ok(added)
 }
 
 /// A whole (non-streamed) response.
@@ -283,12 +297,15 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
 pub struct ResponseStream {
     response: ModelResponse,
     finished: bool,
+    /// Bytes kept so far (see [`StreamReader::size`]); a replaced text signature still counts,
+    /// which only errs on the safe side.
+    size: usize,
 }
 
 impl StreamReader for ResponseStream {
     fn feed(
         &mut self,
-        event: &eventsource_stream::Event,
+        event: &super::sse::Event,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<bool, ProviderError> {
         if event.data.trim().is_empty() {
@@ -296,7 +313,9 @@ impl StreamReader for ResponseStream {
         }
         let v = event_json(PROVIDER, &event.data)?;
         // The stream simply ends after the chunk with the finish reason (which may also carry usage).
-        self.finished |= absorb(&v, &mut self.response, on_text)?;
+        let added = absorb(&v, &mut self.response, on_text)?;
+        self.finished |= added.finished;
+        self.size += added.size;
         Ok(false)
     }
 
@@ -306,5 +325,9 @@ impl StreamReader for ResponseStream {
         } else {
             Err(ProviderError::StreamCut { provider: PROVIDER })
         }
+    }
+
+    fn size(&self) -> usize {
+        self.size
     }
 }

@@ -1,14 +1,45 @@
 //! What every provider adapter shares: sending a JSON request, retrying, turning error statuses
-//! into [`ProviderError`]s, and reading a server-sent event stream with an idle timeout. An adapter
-//! supplies the URL, headers, body, and how to read a whole response or a stream's events.
+//! into [`ProviderError`]s, reading a body or a server-sent event stream with an idle timeout,
+//! and the bound on a response's size. An adapter supplies the URL, headers, body, and how to
+//! read a whole response or a stream's events.
+//!
+//! The model is untrusted input too: a provider, or a proxy in front of it, may stream without
+//! end. So a response is bounded ([`Transport::max_response_bytes`], 8 MiB by default): its
+//! text, tool arguments and thinking ([`StreamReader::size`], [`ModelResponse::size`]); one
+//! event, or a whole non-streamed body, on the wire ([`wire_bound`]: escapes and envelopes make
+//! the wire larger than the content); and a whole stream on the wire ([`STREAM_FACTOR`] times the
+//! bound: a stream of events that carry nothing would otherwise never end). Past any of them the
+//! call ends with [`ProviderError::TooLarge`], which is not retried.
 
 use super::model::ModelResponse;
 use super::retry::{RetryPolicy, jitter, server_delay};
+use super::sse::{Decoder, Event, SseError};
 use super::{CallFailed, ProviderError};
-use eventsource_stream::{Event, Eventsource};
-use futures_util::StreamExt;
 use serde_json::Value;
 use std::time::{Duration, SystemTime};
+
+/// The default bound on one response's text, tool arguments and thinking: 8 MiB, far above what
+/// any model writes in one answer (128 000 output tokens are about 0.5 MB of text).
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 << 20;
+
+/// What each tool call or content block of a response counts beyond its text: keeping it costs
+/// memory even when it is empty, so a stream of empty calls is bounded too.
+pub const PART_OVERHEAD: usize = 64;
+
+/// A whole stream may bring this many times the bound on the wire. A streamed token costs 100 to
+/// 250 bytes of envelope, so the 128 000 tokens of a long answer are about 32 MB: well inside
+/// 32 × 8 MiB.
+pub const STREAM_FACTOR: usize = 32;
+
+/// The most one stream event or one non-streamed body may hold on the wire for a response bound
+/// of `max`: four times it (JSON escapes; tool arguments that are a JSON string inside JSON are
+/// escaped twice) plus 64 KiB of envelope.
+pub fn wire_bound(max: usize) -> usize {
+    max.saturating_mul(4).saturating_add(64 << 10)
+}
+
+/// The most of an error status's body that is read, for its message.
+const ERROR_BODY_BYTES: usize = 64 << 10;
 
 /// Assembles a streamed response from its events.
 pub trait StreamReader: Send {
@@ -20,6 +51,9 @@ pub trait StreamReader: Send {
     ) -> Result<bool, ProviderError>;
     /// The response once the stream has ended: `complete` says whether `feed` reported the end.
     fn finish(self: Box<Self>, complete: bool) -> Result<ModelResponse, ProviderError>;
+    /// Bytes of the response kept so far: text, tool names and arguments, thinking, and
+    /// [`PART_OVERHEAD`] per call or block. Kept as a running count: it is asked after every event.
+    fn size(&self) -> usize;
 }
 
 /// One endpoint's transport settings.
@@ -35,6 +69,9 @@ pub struct Transport {
     pub idle_timeout: Duration,
     /// Longest wait for the response to start.
     pub request_timeout: Duration,
+    /// The most text, tool arguments and thinking one response may bring (see the module's
+    /// comment for the bounds on the wire that follow from it).
+    pub max_response_bytes: usize,
 }
 
 /// A wire format: its name, for messages and for the transport.
@@ -126,6 +163,7 @@ impl Transport {
             retry: RetryPolicy::default(),
             idle_timeout: Duration::from_secs(120),
             request_timeout: Duration::from_secs(300),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         })
     }
 
@@ -162,103 +200,209 @@ impl Transport {
         call: &Call<'_>,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, ProviderError> {
-        let provider = self.provider;
+        let response = self.send(call).await?;
+        if !response.status().is_success() {
+            return Err(self.status_error(response).await);
+        }
+        match call.stream {
+            Some(make) => self.read_stream(response, make(), on_text).await,
+            None => self.read_whole(response, call, on_text).await,
+        }
+    }
+
+    /// Sends the request and waits for the response to start.
+    async fn send(&self, call: &Call<'_>) -> Result<reqwest::Response, ProviderError> {
         let mut request = self.http.post(&call.url).json(call.body);
         for (name, value) in &call.headers {
             request = request.header(*name, value);
         }
-        let response = match tokio::time::timeout(self.request_timeout, request.send()).await {
-            Err(_) => {
-                return Err(ProviderError::Timeout {
-                    provider,
-                    what: "request",
-                    after: self.request_timeout,
-                });
-            }
-            Ok(Err(e)) => {
-                return Err(ProviderError::Connect {
-                    provider,
-                    url: call.url.clone(),
-                    message: e.to_string(),
-                });
-            }
-            Ok(Ok(r)) => r,
-        };
-        if !response.status().is_success() {
-            let status = response.status().as_u16();
-            let header = |name: &str| {
-                response
-                    .headers()
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let retry_after = server_delay(
-                header("retry-after-ms").as_deref(),
-                header("retry-after").as_deref(),
-                SystemTime::now(),
-            );
-            let text = response.text().await.unwrap_or_default();
-            return Err(ProviderError::Status {
-                provider,
-                status,
-                message: error_message(&text),
-                retry_after,
-            });
-        }
-        match call.stream {
-            Some(make) => self.read_stream(response, make(), on_text).await,
-            None => {
-                let text = response.text().await.map_err(|e| ProviderError::Connect {
-                    provider,
-                    url: call.url.clone(),
-                    message: e.to_string(),
-                })?;
-                let value: Value = serde_json::from_str(&text)
-                    .map_err(|e| self.malformed(format!("{e}; body starts {:?}", head(&text))))?;
-                let parsed = (call.parse)(&value)?;
-                if !parsed.text.is_empty() {
-                    on_text(&parsed.text);
-                }
-                Ok(parsed)
-            }
+        match tokio::time::timeout(self.request_timeout, request.send()).await {
+            Err(_) => Err(ProviderError::Timeout {
+                provider: self.provider,
+                what: "request",
+                after: self.request_timeout,
+            }),
+            Ok(Err(e)) => Err(ProviderError::Connect {
+                provider: self.provider,
+                url: call.url.clone(),
+                message: e.to_string(),
+            }),
+            Ok(Ok(r)) => Ok(r),
         }
     }
 
+    /// An error status, with the wait the server asked for and the message from the start of
+    /// its body (read only so far: an error body can be endless too).
+    async fn status_error(&self, mut response: reqwest::Response) -> ProviderError {
+        let status = response.status().as_u16();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let retry_after = server_delay(
+            header("retry-after-ms").as_deref(),
+            header("retry-after").as_deref(),
+            SystemTime::now(),
+        );
+        let body = match self.read_body(&mut response, ERROR_BODY_BYTES).await {
+            Ok((body, _)) => body,
+            Err(_) => Vec::new(),
+        };
+        ProviderError::Status {
+            provider: self.provider,
+            status,
+            message: error_message(&String::from_utf8_lossy(&body)),
+            retry_after,
+        }
+    }
+
+    fn too_large(&self, what: &'static str, limit: usize) -> ProviderError {
+        ProviderError::TooLarge {
+            provider: self.provider,
+            what,
+            limit,
+        }
+    }
+
+    /// The next piece of the body, waiting at most the idle timeout for it.
+    async fn chunk(
+        &self,
+        response: &mut reqwest::Response,
+    ) -> Result<Option<impl AsRef<[u8]> + use<>>, Read> {
+        match tokio::time::timeout(self.idle_timeout, response.chunk()).await {
+            Err(_) => Err(Read::Idle),
+            Ok(Err(e)) => Err(Read::Failed(e.to_string())),
+            Ok(Ok(chunk)) => Ok(chunk),
+        }
+    }
+
+    /// At most `cap` bytes of the body, and whether that was all of it. What is past `cap` is
+    /// not read.
+    async fn read_body(
+        &self,
+        response: &mut reqwest::Response,
+        cap: usize,
+    ) -> Result<(Vec<u8>, bool), Read> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.chunk(response).await? {
+            let chunk = chunk.as_ref();
+            let room = cap.saturating_sub(body.len());
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                return Ok((body, false));
+            }
+            body.extend_from_slice(chunk);
+        }
+        Ok((body, true))
+    }
+
+    /// A whole (non-streamed) response, read up to its bound on the wire: a declared length
+    /// over it is refused before anything is read.
+    async fn read_whole(
+        &self,
+        mut response: reqwest::Response,
+        call: &Call<'_>,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelResponse, ProviderError> {
+        let cap = wire_bound(self.max_response_bytes);
+        if response.content_length().is_some_and(|n| n > cap as u64) {
+            return Err(self.too_large("the response body", cap));
+        }
+        let body = match self.read_body(&mut response, cap).await {
+            Ok((body, true)) => body,
+            Ok((_, false)) => return Err(self.too_large("the response body", cap)),
+            Err(Read::Idle) => {
+                return Err(ProviderError::Timeout {
+                    provider: self.provider,
+                    what: "response body",
+                    after: self.idle_timeout,
+                });
+            }
+            Err(Read::Failed(message)) => {
+                return Err(ProviderError::Connect {
+                    provider: self.provider,
+                    url: call.url.clone(),
+                    message,
+                });
+            }
+        };
+        let value: Value = serde_json::from_slice(&body).map_err(|e| {
+            let text = String::from_utf8_lossy(&body);
+            self.malformed(format!("{e}; body starts {:?}", head(&text)))
+        })?;
+        let parsed = (call.parse)(&value)?;
+        if parsed.size() > self.max_response_bytes {
+            return Err(self.too_large(CONTENT, self.max_response_bytes));
+        }
+        if !parsed.text.is_empty() {
+            on_text(&parsed.text);
+        }
+        Ok(parsed)
+    }
+
+    /// A streamed response, event by event, within the bounds of the module's comment.
     async fn read_stream(
         &self,
-        response: reqwest::Response,
+        mut response: reqwest::Response,
         mut reader: Box<dyn StreamReader>,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, ProviderError> {
-        let mut events = response.bytes_stream().eventsource();
+        let max = self.max_response_bytes;
+        let stream_cap = max.saturating_mul(STREAM_FACTOR);
+        let mut decoder = Decoder::new(wire_bound(max));
+        let mut received = 0usize;
         loop {
-            let next = match tokio::time::timeout(self.idle_timeout, events.next()).await {
-                Err(_) => {
+            let chunk = match self.chunk(&mut response).await {
+                Err(Read::Idle) => {
                     return Err(ProviderError::Timeout {
                         provider: self.provider,
                         what: "idle stream",
                         after: self.idle_timeout,
                     });
                 }
-                Ok(next) => next,
-            };
-            match next {
-                None => return reader.finish(false),
-                Some(Err(eventsource_stream::EventStreamError::Transport(_))) => {
+                Err(Read::Failed(_)) => {
                     return Err(ProviderError::StreamCut {
                         provider: self.provider,
                     });
                 }
-                Some(Err(e)) => return Err(self.malformed(format!("not an event stream: {e}"))),
-                Some(Ok(event)) => {
-                    if reader.feed(&event, on_text)? {
-                        return reader.finish(true);
-                    }
+                Ok(None) => return reader.finish(false),
+                Ok(Some(chunk)) => chunk,
+            };
+            let chunk = chunk.as_ref();
+            received = received.saturating_add(chunk.len());
+            if received > stream_cap {
+                return Err(self.too_large("the event stream", stream_cap));
+            }
+            decoder.push(chunk);
+            while let Some(event) = decoder.next_event().map_err(|e| match e {
+                SseError::EventTooLarge { limit } => self.too_large("one stream event", limit),
+                SseError::NotUtf8 => self.malformed(format!("not an event stream: {e}")),
+            })? {
+                let done = reader.feed(&event, on_text)?;
+                if reader.size() > max {
+                    return Err(self.too_large(CONTENT, max));
+                }
+                if done {
+                    return reader.finish(true);
                 }
             }
         }
     }
+}
+
+/// What the bound of [`Transport::max_response_bytes`] counts, for its error.
+const CONTENT: &str = "its text, tool arguments and thinking";
+
+/// Why a body could not be read.
+#[derive(Debug)]
+enum Read {
+    /// Nothing arrived within the idle timeout.
+    Idle,
+    /// The connection failed.
+    Failed(String),
 }
 
 /// The first 200 characters, for quoting a body in an error.

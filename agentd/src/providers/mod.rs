@@ -1,9 +1,10 @@
 //! Model providers: adapters from the one internal model ([`model`]) to each wire format, with
-//! retries ([`retry`]) and streaming over a real SSE parser (`eventsource-stream`).
+//! retries ([`retry`]) and streaming over a bounded, linear-time SSE decoder ([`sse`]).
 //!
 //! Adapters: OpenAI-compatible chat completions ([`openai`]: OpenAI, OpenRouter, vLLM, Ollama,
 //! llama.cpp), Anthropic Messages ([`anthropic`]) and Gemini ([`gemini`]). What they share —
-//! sending, retrying, error statuses, the SSE loop with its idle timeout — is [`http`].
+//! sending, retrying, error statuses, the SSE loop with its idle timeout, the bound on a
+//! response's size — is [`http`].
 
 pub mod anthropic;
 pub mod gemini;
@@ -11,6 +12,7 @@ pub mod http;
 pub mod model;
 pub mod openai;
 pub mod retry;
+pub mod sse;
 
 use crate::settings::{ProviderKind, ProviderSettings};
 use model::{ModelRequest, ModelResponse};
@@ -54,6 +56,22 @@ impl Provider {
             Provider::OpenAi(c) => c.complete(req, on_text).await,
             Provider::Anthropic(c) => c.complete(req, on_text).await,
             Provider::Gemini(c) => c.complete(req, on_text).await,
+        }
+    }
+
+    /// Applies the config file's `[provider]` transport keys (`max_tries`, `idle_timeout_secs`,
+    /// `max_response_bytes`); keys not set keep their defaults.
+    pub fn configure(&mut self, section: Option<&crate::config::ProviderSection>) {
+        let Some(section) = section else { return };
+        let transport = self.transport_mut();
+        if let Some(tries) = section.max_tries {
+            transport.retry.max_tries = tries.max(1);
+        }
+        if let Some(secs) = section.idle_timeout_secs {
+            transport.idle_timeout = Duration::from_secs(secs.max(1));
+        }
+        if let Some(bytes) = section.max_response_bytes {
+            transport.max_response_bytes = bytes;
         }
     }
 
@@ -115,6 +133,20 @@ pub enum ProviderError {
     StreamCut {
         /// Which provider.
         provider: &'static str,
+    },
+    /// The response passed a bound on its size ([`http::Transport::max_response_bytes`] or one
+    /// that follows from it); the call was ended there. Not retried: the same request would
+    /// likely bring the same flood.
+    #[error(
+        "{provider}: response too large: {what} passed {limit} bytes, so the model call was ended ([provider] max_response_bytes sets the bound)"
+    )]
+    TooLarge {
+        /// Which provider.
+        provider: &'static str,
+        /// What passed its bound: the content, one event, the body, the stream.
+        what: &'static str,
+        /// That bound, bytes.
+        limit: usize,
     },
     /// The server reported an error inside a successful stream.
     #[error("{provider}: error in the response stream: {message}")]

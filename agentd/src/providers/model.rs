@@ -148,6 +148,31 @@ pub struct ModelResponse {
 }
 
 impl ModelResponse {
+    /// Bytes of the response as the size bound counts them (`http::Transport::max_response_bytes`):
+    /// its text, each call's id, name and arguments, what only the provider reads, and
+    /// [`PART_OVERHEAD`](super::http::PART_OVERHEAD) per call and opaque part.
+    pub fn size(&self) -> usize {
+        use super::http::PART_OVERHEAD;
+        let calls: usize = self
+            .tool_calls
+            .iter()
+            .map(|c| PART_OVERHEAD + c.id.as_str().len() + c.name.len() + c.arguments.len())
+            .sum();
+        let opaque: usize = self
+            .opaque
+            .iter()
+            .map(|o| {
+                PART_OVERHEAD
+                    + match o {
+                        Opaque::AnthropicBlock { block, .. } => block.to_string().len(),
+                        Opaque::GeminiCallSignature { signature, .. }
+                        | Opaque::GeminiTextSignature { signature } => signature.len(),
+                    }
+            })
+            .sum();
+        self.text.len() + calls + opaque
+    }
+
     /// Whether the output token limit ended the response (OpenAI `length`, Anthropic
     /// `max_tokens`, Gemini `MAX_TOKENS`): a call it was writing may be cut off.
     pub fn hit_output_limit(&self) -> bool {

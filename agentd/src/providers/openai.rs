@@ -5,7 +5,9 @@
 //! `finish_reason: "stop"` although tool calls arrived, comment and keep-alive lines, an error
 //! object inside a 200 stream, `[DONE]`, and a final usage-only chunk.
 
-use super::http::{Call, Client, StreamReader, Wire, arguments_text as arguments, event_json};
+use super::http::{
+    Call, Client, PART_OVERHEAD, StreamReader, Wire, arguments_text as arguments, event_json,
+};
 use super::model::{Message, ModelRequest, ModelResponse, Role};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
@@ -187,12 +189,14 @@ pub struct StreamAccumulator {
     calls: BTreeMap<u64, PartialCall>,
     usage: TokenUsage,
     finish_reason: Option<String>,
+    /// Bytes kept so far (see [`StreamReader::size`]).
+    size: usize,
 }
 
 impl StreamReader for StreamAccumulator {
     fn feed(
         &mut self,
-        event: &eventsource_stream::Event,
+        event: &super::sse::Event,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<bool, ProviderError> {
         self.feed_data(&event.data, on_text)
@@ -205,6 +209,10 @@ impl StreamReader for StreamAccumulator {
         } else {
             Err(ProviderError::StreamCut { provider: PROVIDER })
         }
+    }
+
+    fn size(&self) -> usize {
+        self.size
     }
 }
 
@@ -255,6 +263,7 @@ impl StreamAccumulator {
                 .filter(|t| !t.is_empty())
             {
                 self.text.push_str(text);
+                self.size += text.len();
                 on_text(text);
             }
             for (pos, fragment) in delta
@@ -268,24 +277,31 @@ impl StreamAccumulator {
                     .get("index")
                     .and_then(Value::as_u64)
                     .unwrap_or(pos as u64);
-                let call = self.calls.entry(index).or_default();
+                let call = self.calls.entry(index).or_insert_with(|| {
+                    self.size += PART_OVERHEAD;
+                    PartialCall::default()
+                });
                 if let Some(id) = fragment
                     .get("id")
                     .and_then(Value::as_str)
                     .filter(|s| !s.is_empty())
+                    && call.id.is_none()
                 {
-                    call.id.get_or_insert_with(|| id.to_owned());
+                    call.id = Some(id.to_owned());
+                    self.size += id.len();
                 }
                 if let Some(name) = fragment.pointer("/function/name").and_then(Value::as_str)
                     && call.name.is_empty()
                 {
                     call.name = name.to_owned();
+                    self.size += name.len();
                 }
                 if let Some(args) = fragment
                     .pointer("/function/arguments")
                     .and_then(Value::as_str)
                 {
                     call.arguments.push_str(args);
+                    self.size += args.len();
                 }
             }
         }

@@ -13,6 +13,7 @@
 
 pub mod connection;
 pub mod listen;
+pub mod notify;
 pub mod sessions;
 
 use std::sync::Arc;
