@@ -17,9 +17,9 @@ impl Agent {
     pub(super) fn history_tokens(&self) -> u64 {
         match self.reported {
             Some((tokens, len)) if len <= self.messages.len() => {
-                tokens + fit::estimate_all(&self.messages[len..])
+                tokens + self.limits.window.count_all(&self.messages[len..])
             }
-            _ => fit::estimate_all(&self.messages),
+            _ => self.limits.window.count_all(&self.messages),
         }
     }
 

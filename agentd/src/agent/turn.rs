@@ -109,6 +109,10 @@ impl Agent {
             crate::context::prompt::system_prompt(workspace, &instructions, &skills),
         );
         dispatcher.session.set_skills(skills);
+        let limits = Limits {
+            window: limits.window.for_model(&model),
+            ..limits
+        };
         Self {
             provider,
             model,

@@ -2,9 +2,16 @@
 //! to clear, and where to cut for a compaction.
 //!
 //! Token counts: the provider's reported input tokens for the last request are exact and are
-//! used when there are; what was added since is estimated ([`estimate`]: a byte count / 4 plus a
-//! per-message overhead — about right for English and code with current BPE tokenizers, and
-//! on the safe side for JSON-heavy tool output, which tokenizes worse than 4 bytes a token).
+//! used when there are; what was added since is counted by the window's [`Counter`]: for an
+//! OpenAI-family model, its own BPE tokenizer (tiktoken's tables, shipped inside the
+//! `tiktoken-rs` crate: `o200k_base` for GPT-4o, GPT-4.1, GPT-5, o-series); for the rest
+//! (Anthropic, Gemini and local models, whose tokenizers are not published as data) an estimate
+//! ([`estimate`]: a byte count / 4 plus a per-message overhead — about right for English and code,
+//! 3.8 bytes a token measured on this repository's docs with `o200k_base`, and on the safe side
+//! for JSON-heavy tool output). The exact count is taken only where it can decide something:
+//! no token is shorter than a byte, so a history whose bytes stay under the compaction threshold
+//! cannot pass it, and is given the estimate without loading the tokenizer (144 ms of CPU the
+//! first time in a release build).
 
 use super::history::safe_cut;
 use crate::providers::model::{Message, Role};
@@ -12,11 +19,47 @@ use crate::providers::model::{Message, Role};
 /// Tokens a message costs besides its text (role, separators, call framing).
 const MESSAGE_OVERHEAD: u64 = 8;
 
+/// How tokens are counted where the provider has reported none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    /// The byte estimate ([`estimate`]).
+    Estimate,
+    /// An OpenAI model's BPE tokenizer, loaded on first use.
+    Bpe(tiktoken_rs::tokenizer::Tokenizer),
+}
+
+impl Counter {
+    /// The counter for `model`: its BPE tokenizer when tiktoken knows the model (OpenAI's names,
+    /// fine-tunes included), else the estimate.
+    pub fn for_model(model: &str) -> Self {
+        tiktoken_rs::tokenizer::get_tokenizer(model).map_or(Counter::Estimate, Counter::Bpe)
+    }
+
+    /// The tokens of one message: its text and calls, plus the per-message overhead.
+    pub fn count(&self, m: &Message) -> u64 {
+        let Counter::Bpe(tokenizer) = self else {
+            return estimate(m);
+        };
+        let Ok(bpe) = tiktoken_rs::bpe_for_tokenizer(*tokenizer) else {
+            return estimate(m);
+        };
+        let tokens = |text: &str| bpe.encode_ordinary(text).len() as u64;
+        let calls: u64 = m
+            .tool_calls
+            .iter()
+            .map(|c| tokens(&c.name) + tokens(&c.arguments) + tokens(c.id.as_str()))
+            .sum();
+        MESSAGE_OVERHEAD + tokens(&m.content) + calls
+    }
+}
+
 /// How the history is fitted.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Window {
     /// The model's context window, tokens.
     pub tokens: u64,
+    /// How tokens are counted.
+    pub counter: Counter,
     /// Compact when the history passes this share of the window (default 0.85).
     pub compact_at: f64,
     /// Tool results older than this many tool-calling steps are cleared to a note (default 8).
@@ -30,6 +73,7 @@ impl Window {
     pub fn new(tokens: u64) -> Self {
         Self {
             tokens,
+            counter: Counter::Estimate,
             compact_at: 0.85,
             keep_results_steps: 8,
             keep_recent: 0.3,
@@ -40,6 +84,39 @@ impl Window {
     pub fn threshold(&self) -> u64 {
         (self.tokens as f64 * self.compact_at) as u64
     }
+
+    /// This window with the counter for `model`.
+    pub fn for_model(self, model: &str) -> Self {
+        Self {
+            counter: Counter::for_model(model),
+            ..self
+        }
+    }
+
+    /// The tokens of `messages`: counted by the window's counter where the count could pass the
+    /// threshold, else the estimate (see the module's note: bytes bound tokens from above).
+    pub fn count_all(&self, messages: &[Message]) -> u64 {
+        if matches!(self.counter, Counter::Estimate) || upper_bound(messages) <= self.threshold() {
+            return estimate_all(messages);
+        }
+        messages.iter().map(|m| self.counter.count(m)).sum()
+    }
+}
+
+/// At least as many as the tokens of `messages` by any byte-level BPE: one per byte, plus the
+/// per-message overhead.
+fn upper_bound(messages: &[Message]) -> u64 {
+    messages
+        .iter()
+        .map(|m| {
+            let calls: usize = m
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.len() + c.id.as_str().len())
+                .sum();
+            MESSAGE_OVERHEAD + (m.content.len() + calls) as u64
+        })
+        .sum()
 }
 
 /// The estimated tokens of one message.
@@ -100,7 +177,7 @@ pub fn compaction_cut(messages: &[Message], window: &Window) -> Option<usize> {
     let mut tail = 0u64;
     let mut cut = None;
     for index in (first_user + 1..messages.len()).rev() {
-        tail += estimate(&messages[index]);
+        tail += window.counter.count(&messages[index]);
         if tail > budget {
             break;
         }
@@ -115,4 +192,50 @@ pub fn compaction_cut(messages: &[Message], window: &Window) -> Option<usize> {
             .rev()
             .find(|&i| safe_cut(messages, i))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(role: Role, content: &str) -> Message {
+        Message::text(role, content.to_owned())
+    }
+
+    #[test]
+    fn openai_models_count_with_their_tokenizer_and_others_estimate() {
+        assert_eq!(
+            Counter::for_model("gpt-4o"),
+            Counter::Bpe(tiktoken_rs::tokenizer::Tokenizer::O200kBase)
+        );
+        assert_eq!(Counter::for_model("claude-sonnet-4-5"), Counter::Estimate);
+        assert_eq!(Counter::for_model("llama3.1:8b"), Counter::Estimate);
+        // "hello world" is two o200k tokens; the estimate says 3 (11 bytes / 4, rounded up).
+        let m = text(Role::User, "hello world");
+        assert_eq!(
+            Counter::for_model("gpt-4.1").count(&m),
+            MESSAGE_OVERHEAD + 2
+        );
+        assert_eq!(Counter::Estimate.count(&m), MESSAGE_OVERHEAD + 3);
+    }
+
+    #[test]
+    fn the_tokenizer_decides_only_where_the_count_could_pass_the_threshold() {
+        // Digits tokenize in groups of three with o200k: 3000 bytes are 1000 tokens, where the
+        // estimate says 750.
+        let history = vec![text(Role::User, &"123".repeat(1000))];
+        let small = Window::new(100_000).for_model("gpt-4o");
+        assert_eq!(
+            small.count_all(&history),
+            estimate_all(&history),
+            "bytes bound it under the threshold"
+        );
+        let tight = Window::new(1_000).for_model("gpt-4o");
+        assert_eq!(tight.count_all(&history), MESSAGE_OVERHEAD + 1000);
+        assert!(
+            tight.count_all(&history) > tight.threshold(),
+            "the exact count passes where the estimate would not"
+        );
+        assert!(estimate_all(&history) < tight.threshold());
+    }
 }
