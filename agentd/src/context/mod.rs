@@ -9,6 +9,7 @@
 
 pub mod compact;
 pub mod fit;
+pub mod git_state;
 pub mod history;
 pub mod instructions;
 pub mod prompt;
