@@ -14,6 +14,7 @@
 mod bashisms;
 mod continuation;
 pub mod env;
+mod nodes;
 mod parse;
 pub(crate) use parse::excerpt_of;
 pub use parse::{PARSE_BUDGET, parse_counting};
