@@ -299,6 +299,10 @@ fn append_double_quoted(node: Node<'_>, src: &str, scope: &Scope, out: &mut Word
 
 /// Unquoted text: a backslash quotes the next character; backslash-newline disappears.
 fn unescape_unquoted(raw: &str, out: &mut String) {
+    if !raw.contains('\\') {
+        out.push_str(raw); // most words: nothing to remove
+        return;
+    }
     let mut chars = raw.chars();
     while let Some(c) = chars.next() {
         match c {
@@ -313,6 +317,10 @@ fn unescape_unquoted(raw: &str, out: &mut String) {
 
 /// Inside double quotes, a backslash only quotes `$`, `` ` ``, `"`, `\` and newline.
 fn unescape_double_quoted(raw: &str, out: &mut String) {
+    if !raw.contains('\\') {
+        out.push_str(raw);
+        return;
+    }
     let mut chars = raw.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\\' {
