@@ -419,8 +419,8 @@ impl Policy {
                 // Listing names (ls, stat, find) reads no file a name-anywhere rule protects.
                 continue;
             }
-            if reach::could_reach(&arg, anchor, &p.comps, recursive)
-                && worst.is_none_or(|w| p.action > w.action)
+            if worst.is_none_or(|w| p.action > w.action)
+                && reach::could_reach(&arg, anchor, &p.comps, recursive)
             {
                 worst = Some(p);
             }

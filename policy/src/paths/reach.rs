@@ -85,6 +85,14 @@ pub fn could_reach(
     rule: &[RuleComp],
     recursive: bool,
 ) -> bool {
+    // `reach`'s first step, before anything is set up for it: a literal first component of the
+    // argument that differs from the rule's literal first one reaches nothing (most rules).
+    if let (Some(ArgComp::Lit(a)), Some(RuleComp::Lit(r))) =
+        (arg.first(), anchor.first().or(rule.first()))
+        && a != r
+    {
+        return false;
+    }
     let rule = Chain(anchor, rule);
     let recursive = recursive && !(anchor.is_empty() && is_anywhere(rule.1));
     let mut budget = 10_000u32;
