@@ -226,6 +226,12 @@ fn append_kind(
             decode_ansi_c(body, &mut out.text);
         }
         Kind::String | Kind::TranslatedString => append_double_quoted(node, src, scope, out),
+        // A command name is most often one word: read it without a cursor.
+        Kind::CommandName
+            if let Some(child) = node.child(0).filter(|_| node.child_count() == 1) =>
+        {
+            append(child, src, scope, out, first, quoted);
+        }
         Kind::Concatenation | Kind::CommandName => {
             for (i, child) in Children::of(node).enumerate() {
                 append(child, src, scope, out, first && i == 0, quoted);
@@ -278,6 +284,12 @@ fn append_double_quoted(node: Node<'_>, src: &str, scope: &Scope, out: &mut Word
         range.start + open,
         range.end.saturating_sub(close).max(range.start + open),
     );
+    if !node.has_error() && !raw.contains(['$', '`', '\\']) {
+        // Without `$` or a backquote the only named children are `string_content`, which tile
+        // the text between the quotes with the gaps; without a backslash nothing is unescaped.
+        out.text.push_str(src.get(start..end).unwrap_or(""));
+        return;
+    }
     let mut at = start;
     for child in Children::of(node).filter(|c| c.is_named()) {
         if nodes::kind(child) == Kind::String {
