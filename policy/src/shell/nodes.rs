@@ -264,6 +264,23 @@ mod tests {
             "for (( i=0; i<3; i++ )); do a[$i]=$(( i * 2 )); done; [[ -v x ]] && f() { :; }".into(),
         );
         out.push("echo {1..3} $\"hi\"; unset x".into());
+        for plain in [
+            "tail -20 -n5 a,b c:d e@f +g %h 1.5 2abc 0x1f -- ./x_y/z .. / // - x-y 1:2 @ + % , _",
+            "2abc -x",
+            "123 4",
+            "% x",
+            "@ y",
+            "+x y",
+            "- z",
+            "-- z",
+            ": z",
+            ". x",
+            "x\ty  \t z",
+            "a:b:c%d+e,f@g",
+        ] {
+            out.push(plain.into());
+            out.push(format!("ls; {plain} && cat x | {plain}"));
+        }
         out.push("echo $'\\x41' $\"t\" <<< x &> f |& cat <(ls) {a,b} ${x[1]}; while :; do :; done; ls \"".into());
         out
     }
@@ -294,6 +311,55 @@ mod tests {
         // Every kind has a symbol in the grammar (a misspelt name would never match).
         let table: std::collections::HashSet<Kind> = grammar().kinds.iter().copied().collect();
         assert_eq!(table.len() + 1, 32, "ERROR is past the table: {table:?}");
+    }
+
+    #[test]
+    fn plain_commands_read_from_their_text_have_the_words_of_their_nodes() {
+        let scope = crate::shell::words::Scope::default();
+        let (name, argument) = word_fields();
+        let mut plain = 0;
+        for text in corpus() {
+            let Some(tree) = parse(&text) else { continue };
+            let mut cursor = tree.walk();
+            'walk: loop {
+                let node = cursor.node();
+                if kind(node) == Kind::Command
+                    && !node.has_error()
+                    && let Some(fast) = text
+                        .get(node.byte_range())
+                        .and_then(crate::shell::words::plain_words)
+                {
+                    let mut c = node.walk();
+                    let mut slow = Vec::new();
+                    let mut others = 0;
+                    if c.goto_first_child() {
+                        loop {
+                            let field = c.field_id();
+                            if field.is_some() && (field == name || field == argument) {
+                                slow.push(crate::shell::words::word_of(c.node(), &text, &scope));
+                            } else {
+                                others += 1;
+                            }
+                            if !c.goto_next_sibling() {
+                                break;
+                            }
+                        }
+                    }
+                    assert_eq!(fast, slow, "{text:?}");
+                    assert_eq!(others, 0, "{text:?}");
+                    plain += 1;
+                }
+                if cursor.goto_first_child() {
+                    continue;
+                }
+                while !cursor.goto_next_sibling() {
+                    if !cursor.goto_parent() {
+                        break 'walk;
+                    }
+                }
+            }
+        }
+        assert!(plain > 1000, "only {plain} plain commands");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::bashisms;
 use super::nodes::{self, Children, Kind};
-use super::words::{Binding, Word, word_of};
+use super::words::{Binding, Word, plain_words, word_of};
 use super::wrappers::expand_command;
 use super::{Finding, MAX_DEPTH, MAX_FINDINGS, RedirectUse, Walk};
 use crate::specs::scripts::is_harmless_variable;
@@ -391,6 +391,36 @@ fn only_expanded(body: &str, name: &str) -> bool {
 /// A simple command: its words, read with the walk's cursor (at `node` on entry and on return),
 /// and its prefix assignments.
 fn command(node: Node<'_>, src: &str, walk: &mut Walk<'_>, cursor: &mut TreeCursor<'_>) {
+    // Most commands are plain words: read them from the text, not node by node (same words).
+    let plain = (!node.has_error())
+        .then(|| src.get(node.byte_range()).and_then(plain_words))
+        .flatten();
+    let argv = match plain {
+        Some(argv) => argv,
+        None => command_words(node, src, walk, cursor),
+    };
+    if argv.is_empty() {
+        return;
+    }
+    walk.in_loop = argv[0].text == "cd" && in_loop_or_function(node);
+    walk.stdin_paths = if argv[0].text == "xargs" {
+        super::wrappers::reads_paths_from(node, src)
+    } else {
+        None
+    };
+    expand_command(argv, walk);
+    walk.in_loop = false;
+    walk.stdin_paths = None;
+}
+
+/// The words of a simple command, node by node (the cursor is at `node` on entry and on
+/// return), and its prefix assignments checked.
+fn command_words(
+    node: Node<'_>,
+    src: &str,
+    walk: &mut Walk<'_>,
+    cursor: &mut TreeCursor<'_>,
+) -> Vec<Word> {
     let count = node.child_count();
     let mut argv = Vec::with_capacity(count);
     let (name_field, argument_field) = nodes::word_fields();
@@ -409,18 +439,7 @@ fn command(node: Node<'_>, src: &str, walk: &mut Walk<'_>, cursor: &mut TreeCurs
         }
         cursor.goto_parent();
     }
-    if argv.is_empty() {
-        return;
-    }
-    walk.in_loop = argv[0].text == "cd" && in_loop_or_function(node);
-    walk.stdin_paths = if argv[0].text == "xargs" {
-        super::wrappers::reads_paths_from(node, src)
-    } else {
-        None
-    };
-    expand_command(argv, walk);
-    walk.in_loop = false;
-    walk.stdin_paths = None;
+    argv
 }
 
 /// `NAME=value cmd`: only allowlisted names with plain values.

@@ -148,6 +148,30 @@ pub fn word_of(node: Node<'_>, src: &str, scope: &Scope) -> Word {
     out
 }
 
+/// The words of a simple command whose text holds nothing bash would expand, quote, split or
+/// assign: ASCII letters, digits and `_ . / : , + % @ -`, separated by blanks. Each word is then
+/// its text as written, which is what quote removal of the parser's word nodes gives (there is
+/// no quote, backslash, `$`, glob or brace character, `~`, `=`, `#` or non-ASCII byte to act
+/// on), and every child of such a command is its name or an argument. `None` for other text.
+pub(crate) fn plain_words(text: &str) -> Option<Vec<Word>> {
+    let plain = |b: u8| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'_' | b'.' | b'/' | b':' | b',' | b'+' | b'%' | b'@' | b'-'
+            )
+    };
+    if !text.bytes().all(|b| plain(b) || b == b' ' || b == b'\t') {
+        return None;
+    }
+    let words: Vec<Word> = text
+        .split([' ', '\t'])
+        .filter(|w| !w.is_empty())
+        .map(Word::literal)
+        .collect();
+    (!words.is_empty()).then_some(words)
+}
+
 /// Whether `raw` may hold a brace expansion: a `{`, then a `,` or `..`, then a `}`.
 fn has_braces(raw: &str) -> bool {
     let Some(open) = raw.find('{') else {
