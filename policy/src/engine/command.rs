@@ -21,39 +21,41 @@ impl Policy {
         ctx: &Context<'_>,
         cwds: &Cwds,
         parts: &mut Vec<Part>,
+        line: &mut String,
     ) {
         let Some(name) = c.argv.first() else { return };
-        let line = c.line();
+        c.line_into(line);
+        let line = line.as_str();
         let by_path =
             (name.tilde || name.text.contains('/')).then_some("it runs a program by path");
-        if let Some(rule) = self.bash.last_match(&line) {
+        if let Some(rule) = self.bash.last_match(line) {
             let uncertain = c.argv[1..].iter().any(Word::is_uncertain).then_some(
                 "an argument is only known at run time (an expansion, a substitution, or a glob that may expand to an option)",
             );
             let cap = c.cap.or(by_path).or(uncertain);
             let (verdict, why) = match (rule.action, cap) {
                 (Verdict::Allow, Some(cap)) => {
-                    (Verdict::Ask, format!("`{}`: {cap}", excerpt_of(&line)))
+                    (Verdict::Ask, format!("`{}`: {cap}", excerpt_of(line)))
                 }
-                (action, _) => (action, format!("`{}` matches {rule}", excerpt_of(&line))),
+                (action, _) => (action, format!("`{}` matches {rule}", excerpt_of(line))),
             };
             if verdict > Verdict::Allow {
-                parts.push(command_part(verdict, rule.to_string(), why, &line));
+                parts.push(command_part(verdict, rule.to_string(), why, line));
             }
             if verdict < Verdict::Deny {
-                self.rate_words_as_paths(c, &line, ctx, cwds, parts);
+                self.rate_words_as_paths(c, line, ctx, cwds, parts);
             }
             return;
         }
         if let Some(cap) = c.cap.or(by_path) {
-            let why = format!("`{}`: {cap}", excerpt_of(&line));
+            let why = format!("`{}`: {cap}", excerpt_of(line));
             parts.push(command_part(
                 Verdict::Ask,
                 "shell analysis".into(),
                 why,
-                &line,
+                line,
             ));
-            self.rate_words_as_paths(c, &line, ctx, cwds, parts);
+            self.rate_words_as_paths(c, line, ctx, cwds, parts);
             return;
         }
         let base = base_name(&name.text);
@@ -77,24 +79,24 @@ impl Policy {
             if self.default > Verdict::Allow {
                 let why = format!(
                     "`{}` matches no bash rule and no command spec; the default is {}",
-                    excerpt_of(&line),
+                    excerpt_of(line),
                     self.default
                 );
-                parts.push(command_part(self.default, "the default".into(), why, &line));
+                parts.push(command_part(self.default, "the default".into(), why, line));
             }
             if self.default < Verdict::Deny {
-                self.rate_words_as_paths(c, &line, ctx, cwds, parts);
+                self.rate_words_as_paths(c, line, ctx, cwds, parts);
             }
             return;
         };
         match specs::check(specs, base, &c.argv) {
             Err(problem) => {
-                let why = format!("`{}`: {}", excerpt_of(&line), problem.why);
+                let why = format!("`{}`: {}", excerpt_of(line), problem.why);
                 let rule = format!("the spec of `{base}`");
-                parts.push(command_part(Verdict::Ask, rule, why, &line));
-                self.rate_words_as_paths(c, &line, ctx, cwds, parts);
+                parts.push(command_part(Verdict::Ask, rule, why, line));
+                self.rate_words_as_paths(c, line, ctx, cwds, parts);
             }
-            Ok(parsed) => self.rate_fitting(c, &parsed, base, &line, ctx, cwds, parts),
+            Ok(parsed) => self.rate_fitting(c, &parsed, base, line, ctx, cwds, parts),
         }
     }
 

@@ -167,12 +167,13 @@ impl Policy {
         };
         let cwds = Cwds::of(&analysis.findings, ctx).with_prefilter(self.read_prefilter.as_ref());
         let mut parts = Vec::new();
+        let mut line = String::new();
         for finding in &analysis.findings {
             if parts.len() > 200 {
                 break;
             }
             match finding {
-                Finding::Command(c) => self.rate_command(c, ctx, &cwds, &mut parts),
+                Finding::Command(c) => self.rate_command(c, ctx, &cwds, &mut parts, &mut line),
                 Finding::Redirect(r) => self.rate_redirect(r, ctx, &cwds, &mut parts),
                 Finding::Unresolved { what, why } => parts.push(Part {
                     verdict: Verdict::Ask,

@@ -121,6 +121,16 @@ pub(super) struct Cwds {
     unknown: bool,
     /// No directory holds a piece of a protected read rule (see [`Prefilter`]).
     clean: bool,
+    /// The components of the home and workspace rules are anchored at, split once per verdict
+    /// when a glob or a recursive read needs them.
+    anchors: std::cell::OnceCell<Anchors>,
+}
+
+/// The components of the anchors of protected rules: home (if known) and workspace.
+#[derive(Debug, Clone)]
+struct Anchors {
+    home: Option<Vec<RuleComp>>,
+    workspace: Vec<RuleComp>,
 }
 
 impl Cwds {
@@ -129,6 +139,7 @@ impl Cwds {
             dirs: vec![ctx.workspace.to_path_buf()],
             unknown: false,
             clean: false,
+            anchors: std::cell::OnceCell::new(),
         };
         for f in findings {
             let Finding::Command(c) = f else { continue };
@@ -176,6 +187,13 @@ impl Cwds {
                 .all(|d| d.to_str().is_some_and(|t| !p.may_match(t)))
         });
         self
+    }
+
+    fn anchors(&self, ctx: &Context<'_>) -> &Anchors {
+        self.anchors.get_or_init(|| Anchors {
+            home: ctx.home.map(reach::anchor_components),
+            workspace: reach::anchor_components(ctx.workspace),
+        })
     }
 
     fn add(&mut self, dir: PathBuf) {
@@ -369,7 +387,7 @@ impl Policy {
                 });
             }
             if glob || recursive {
-                self.rate_reach(&abs, glob, how, line, ctx, parts);
+                self.rate_reach(&abs, glob, how, line, cwds.anchors(ctx), parts);
             }
         }
     }
@@ -381,31 +399,28 @@ impl Policy {
         glob: bool,
         how: How,
         line: &str,
-        ctx: &Context<'_>,
+        anchors: &Anchors,
         parts: &mut Vec<Part>,
     ) {
         let recursive = how.recursive;
         let Some(abs_text) = abs.to_str() else { return };
         let arg = reach::arg_components(abs_text, glob.then_some(0));
-        let home = ctx.home.map(reach::anchor_components);
-        let ws = reach::anchor_components(ctx.workspace);
-        let root: Vec<RuleComp> = Vec::new();
         let mut worst: Option<&Protected> = None;
         for p in &self.protected {
             let anchor: &[RuleComp] = match p.anchor {
-                Anchor::Root => &root,
-                Anchor::Home => match &home {
+                Anchor::Root => &[],
+                Anchor::Home => match &anchors.home {
                     Some(h) => h,
                     None => continue,
                 },
-                Anchor::Workspace => &ws,
+                Anchor::Workspace => &anchors.workspace,
             };
             if how.names_only && reach::is_anywhere(&p.comps) {
                 // Listing names (ls, stat, find) reads no file a name-anywhere rule protects.
                 continue;
             }
-            if reach::could_reach(&arg, anchor, &p.comps, recursive)
-                && worst.is_none_or(|w| p.action > w.action)
+            if worst.is_none_or(|w| p.action > w.action)
+                && reach::could_reach(&arg, anchor, &p.comps, recursive)
             {
                 worst = Some(p);
             }

@@ -87,6 +87,12 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 /// Whether `path` (folded so far) names a procfs link the kernel follows to somewhere else.
 fn is_magic_link(path: &Path) -> bool {
+    // `path` is absolute and folded (one `/` between components), so its first component is
+    // `proc` exactly when its text starts so: the rest is only read for those few paths.
+    let text = path.as_os_str().as_encoded_bytes();
+    if !(text == b"/proc" || text.starts_with(b"/proc/")) {
+        return false;
+    }
     let mut parts = path
         .components()
         .skip(1)

@@ -79,14 +79,33 @@ pub fn arg_components(path: &str, glob_from: Option<usize>) -> Vec<ArgComp<'_>> 
 /// Whether the argument could name a path the rule matches (or, `recursive`, a directory holding
 /// one). A rule that starts with `**` (a file name anywhere, like `.env`) is not counted for what
 /// a recursive read contains: every directory could.
+#[inline]
 pub fn could_reach(
     arg: &[ArgComp<'_>],
     anchor: &[RuleComp],
     rule: &[RuleComp],
     recursive: bool,
 ) -> bool {
+    // `reach`'s first step, before anything is set up for it: a literal first component of the
+    // argument that differs from the rule's literal first one reaches nothing (most rules).
+    if let (Some(ArgComp::Lit(a)), Some(RuleComp::Lit(r))) =
+        (arg.first(), anchor.first().or(rule.first()))
+        && a != r
+    {
+        return false;
+    }
+    let rule_last = rule.last().or(anchor.last());
     let rule = Chain(anchor, rule);
     let recursive = recursive && !(anchor.is_empty() && is_anywhere(rule.1));
+    // Read as it is (not recursively), the argument's last component can only be matched by the
+    // rule's last one when that is a literal (anything else would leave it unmatched): a name
+    // anywhere (`/**/.env`) meets only arguments that end in it.
+    if !recursive
+        && let (Some(ArgComp::Lit(a)), Some(RuleComp::Lit(r))) = (arg.last(), rule_last)
+        && a != r
+    {
+        return false;
+    }
     let mut budget = 10_000u32;
     reach(arg, rule, 0, recursive, &mut budget)
 }
@@ -251,5 +270,26 @@ mod tests {
             "anywhere-names are not counted"
         );
         assert!(reaches("/home/dev/.ssh", None, "/home/dev/.ssh/**", false));
+    }
+
+    #[test]
+    fn the_shortcuts_answer_as_the_search_does() {
+        // First components differ: nothing below reaches the rule.
+        assert!(!reaches("/work/p", None, "/home/dev/.ssh/**", true));
+        assert!(reaches("/home", None, "/home/dev/.ssh/**", true));
+        // A name anywhere: only an argument ending in it, or a glob that could.
+        assert!(!reaches("/w/p/src", None, "/**/.env", false));
+        assert!(reaches("/w/p/src/.env", None, "/**/.env", false));
+        assert!(reaches("/.env", None, "/**/.env", false));
+        assert!(reaches("/w/p/.e*", Some(5), "/**/.env", false));
+        // A rule ending in `**` or a glob keeps the search.
+        assert!(reaches(
+            "/home/dev/.ssh/id_rsa",
+            None,
+            "/home/dev/.ssh/**",
+            false
+        ));
+        assert!(reaches("/etc/shadow-", None, "/etc/shadow*", false));
+        assert!(!reaches("/etc/passwd", None, "/etc/shadow*", false));
     }
 }

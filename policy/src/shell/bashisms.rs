@@ -5,6 +5,7 @@
 //! `a[$(cmd)]` runs `cmd`. `${!name}` (indirection) and `${name@P}` (prompt expansion) evaluate
 //! values too, and `test -v 'a[$(cmd)]'` evaluates the subscript of the name it checks.
 
+use super::nodes::Kind;
 use crate::specs::scripts::{is_harmless_variable, is_identifier};
 use tree_sitter::Node;
 
@@ -13,26 +14,26 @@ fn text<'a>(node: Node<'_>, src: &'a str) -> &'a str {
 }
 
 /// Why `node` (not a simple command) can run code hidden in a value, if it can.
-pub fn evaluates_code(node: Node<'_>, kind: &str, src: &str) -> Option<&'static str> {
+pub(crate) fn evaluates_code(node: Node<'_>, kind: Kind, src: &str) -> Option<&'static str> {
     match kind {
-        "arithmetic_expansion" if mentions_names(node) => {
+        Kind::ArithmeticExpansion if mentions_names(node) => {
             Some("arithmetic on variables can run commands hidden in their values")
         }
-        "compound_statement" if text(node, src).starts_with("((") && mentions_names(node) => {
+        Kind::CompoundStatement if text(node, src).starts_with("((") && mentions_names(node) => {
             Some("arithmetic on variables can run commands hidden in their values")
         }
-        "c_style_for_statement" if mentions_names(node) => {
+        Kind::CStyleForStatement if mentions_names(node) => {
             Some("arithmetic on variables can run commands hidden in their values")
         }
-        "test_command" => test_evaluates(node, src),
-        "subscript" => {
+        Kind::TestCommand => test_evaluates(node, src),
+        Kind::Subscript => {
             let index = node
                 .child_by_field_name("index")
                 .map_or("", |i| text(i, src));
             (!(matches!(index, "@" | "*") || index.bytes().all(|b| b.is_ascii_digit())))
                 .then_some("an array subscript is evaluated as arithmetic and can run commands")
         }
-        "expansion" => expansion_evaluates(text(node, src)),
+        Kind::Expansion => expansion_evaluates(text(node, src)),
         _ => None,
     }
 }
@@ -140,43 +141,45 @@ fn expansion_evaluates(t: &str) -> Option<&'static str> {
 /// Why `node` reads so differently in a POSIX shell that a worker not running bash would run
 /// something else, if it does: `$'\''…'` (dash ends the quote at `\'`) and `<`/`>` in `[[ ]]`
 /// (a redirection in dash). Rare in real commands, and asked whatever the shell.
-pub fn splits_in_posix(node: Node<'_>, kind: &str, src: &str) -> Option<&'static str> {
-    if !matches!(kind, "ansi_c_string" | "test_command") {
+pub(crate) fn splits_in_posix(node: Node<'_>, kind: Kind, src: &str) -> Option<&'static str> {
+    if !matches!(kind, Kind::AnsiCString | Kind::TestCommand) {
         return None;
     }
     let t = text(node, src);
     match kind {
-        "ansi_c_string" if t.contains("\\'") => Some(
+        Kind::AnsiCString if t.contains("\\'") => Some(
             "`$'…\\'…'` ends at a different quote in sh than in bash; the policy does not rely on which shell runs it",
         ),
-        "test_command" if t.starts_with("[[") && (t.contains(" > ") || t.contains(" < ")) => Some(
-            "`<` and `>` in `[[ ]]` are redirections in sh; the policy does not rely on which shell runs it",
-        ),
+        Kind::TestCommand if t.starts_with("[[") && (t.contains(" > ") || t.contains(" < ")) => {
+            Some(
+                "`<` and `>` in `[[ ]]` are redirections in sh; the policy does not rely on which shell runs it",
+            )
+        }
         _ => None,
     }
 }
 
 /// Why `node` means something else, or nothing, to a POSIX shell, if it does (for a worker
 /// without bash: every such construct asks).
-pub fn bash_only(node: Node<'_>, kind: &str, src: &str) -> Option<&'static str> {
+pub(crate) fn bash_only(node: Node<'_>, kind: Kind, src: &str) -> Option<&'static str> {
     let t = text(node, src);
     let why = "a bash construct, and the shell that runs the command is not bash";
     match kind {
-        "ansi_c_string"
-        | "translated_string"
-        | "process_substitution"
-        | "herestring_redirect"
-        | "array"
-        | "subscript"
-        | "c_style_for_statement"
-        | "brace_expression" => Some(why),
-        "test_command" if t.starts_with("[[") => Some(why),
-        "compound_statement" if t.starts_with("((") => Some(why),
-        "function_definition" if t.starts_with("function") => Some(why),
-        "expansion" if t.contains(['@', '/', '^', ',', '!']) || t.contains(":0") => Some(why),
-        "file_redirect" if t.starts_with("&>") => Some(why),
-        "pipeline" if t.contains("|&") => Some(why),
-        "word" | "concatenation" if t.starts_with('{') && t.contains(',') => Some(why),
+        Kind::AnsiCString
+        | Kind::TranslatedString
+        | Kind::ProcessSubstitution
+        | Kind::HerestringRedirect
+        | Kind::Array
+        | Kind::Subscript
+        | Kind::CStyleForStatement
+        | Kind::BraceExpression => Some(why),
+        Kind::TestCommand if t.starts_with("[[") => Some(why),
+        Kind::CompoundStatement if t.starts_with("((") => Some(why),
+        Kind::FunctionDefinition if t.starts_with("function") => Some(why),
+        Kind::Expansion if t.contains(['@', '/', '^', ',', '!']) || t.contains(":0") => Some(why),
+        Kind::FileRedirect if t.starts_with("&>") => Some(why),
+        Kind::Pipeline if t.contains("|&") => Some(why),
+        Kind::Word | Kind::Concatenation if t.starts_with('{') && t.contains(',') => Some(why),
         _ => None,
     }
 }

@@ -14,6 +14,7 @@
 mod bashisms;
 mod continuation;
 pub mod env;
+mod nodes;
 mod parse;
 pub(crate) use parse::excerpt_of;
 pub use parse::{PARSE_BUDGET, parse_counting};
@@ -83,7 +84,16 @@ impl Finding {
 impl CommandUse {
     /// The words joined by spaces: what rules match against (the name reduced to its base name).
     pub fn line(&self) -> String {
-        let mut line = String::with_capacity(self.argv.iter().map(|w| w.text.len() + 1).sum());
+        let mut line = String::new();
+        self.line_into(&mut line);
+        line
+    }
+
+    /// [`line`](Self::line), written into `line` (cleared first): one buffer serves every
+    /// command of a verdict.
+    pub fn line_into(&self, line: &mut String) {
+        line.clear();
+        line.reserve(self.argv.iter().map(|w| w.text.len() + 1).sum());
         for (i, w) in self.argv.iter().enumerate() {
             if i > 0 {
                 line.push(' ');
@@ -94,7 +104,6 @@ impl CommandUse {
                 line.push_str(&w.text);
             }
         }
-        line
     }
 }
 
@@ -145,7 +154,8 @@ pub fn analyze_as(text: &str, specs: &Specs, posix: bool) -> Analysis {
     let mut walk = Walk {
         specs,
         depth: 0,
-        out: Vec::new(),
+        // A compound command holds a dozen parts or two: no regrowing on the way.
+        out: Vec::with_capacity(16),
         scope: words::Scope::default(),
         posix,
         in_loop: false,

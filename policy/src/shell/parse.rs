@@ -1,12 +1,13 @@
 //! The tree walk: tree-sitter-bash syntax tree → findings.
 
 use super::bashisms;
-use super::words::{Binding, Word, word_of};
+use super::nodes::{self, Children, Kind};
+use super::words::{Binding, Word, plain_words, word_of};
 use super::wrappers::expand_command;
 use super::{Finding, MAX_DEPTH, MAX_FINDINGS, RedirectUse, Walk};
 use crate::specs::scripts::is_harmless_variable;
 use std::cell::RefCell;
-use tree_sitter::{Node, Parser};
+use tree_sitter::{Node, Parser, TreeCursor};
 
 thread_local! {
     /// One parser per thread: making one costs more than parsing a short command.
@@ -114,9 +115,11 @@ pub(super) fn analyze_text(text: &str, walk: &mut Walk<'_>) {
     // A fresh scope per text: an `sh -c` payload does not see the loop variables around it.
     let saved = std::mem::take(&mut walk.scope);
     // One cursor walks the whole tree in source order (pre-order), without recursion: nesting
-    // depth is up to the input, and a cursor per node would cost more than the visit.
+    // depth is up to the input, and a cursor per node would cost more than the visit. `left`
+    // counts the siblings still to come on each level (see `nodes`).
     let mut cursor = root.walk();
-    'walk: loop {
+    let mut left = Vec::with_capacity(16);
+    loop {
         if walk.out.len() >= MAX_FINDINGS {
             walk.out.push(Finding::unresolved(
                 text,
@@ -125,16 +128,12 @@ pub(super) fn analyze_text(text: &str, walk: &mut Walk<'_>) {
             break;
         }
         let node = cursor.node();
-        // `kind()` measures and checks a C string each call: once per node.
-        let kind = node.kind();
-        visit(node, kind, text, walk);
-        if (walk.posix || holds_more(node, kind, text)) && cursor.goto_first_child() {
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
+        let kind = nodes::kind(node);
+        visit(node, kind, text, walk, &mut cursor);
+        let enter = (walk.posix || holds_more(node, kind, text))
+            && nodes::step_into(&mut cursor, &mut left);
+        if !enter && !nodes::step_over(&mut cursor, &mut left) {
+            break;
         }
     }
     walk.scope = saved;
@@ -171,18 +170,24 @@ fn continuations_are_quoted(root: Node<'_>, text: &str) -> bool {
 
 /// Whether the walk must look inside `node` after visiting it.
 ///
-/// A simple command's name, arguments and prefix assignments are read by [`command`] itself;
-/// anything else inside one that the walk rates — a substitution or expansion (`$`, `` ` ``), a
-/// redirection or process substitution (`<`, `>`), a subscript or `[[ ]]` (`[`), a parse error or
-/// a missing token — needs one of those characters or an error in the subtree. Plain commands are
-/// most of a compound command's tree, and stepping through their words was a third of the walk.
-fn holds_more(node: Node<'_>, kind: &str, src: &str) -> bool {
-    kind != "command"
-        || node.has_error()
-        || src.get(node.byte_range()).is_none_or(|t| {
-            t.bytes()
-                .any(|b| matches!(b, b'$' | b'`' | b'<' | b'>' | b'['))
-        })
+/// A simple command's name, arguments and prefix assignments are read by [`command`] itself, a
+/// redirection by [`redirect`], a word by [`word_of`]; anything else inside them that the walk
+/// rates — a substitution or expansion (`$`, `` ` ``), a redirection or process substitution
+/// (`<`, `>`), a subscript or `[[ ]]` (`[`), a parse error or a missing token — needs one of
+/// those characters or an error in the subtree (a redirection's own `<` or `>` does not count:
+/// its process substitution needs a `(`). Plain commands and words are most of a compound
+/// command's tree, and stepping through their pieces was a third of the walk.
+fn holds_more(node: Node<'_>, kind: Kind, src: &str) -> bool {
+    let triggers: &[u8] = match kind {
+        Kind::Command => b"$`<>[",
+        Kind::FileRedirect => b"$`([",
+        _ if kind.is_word_level() => b"$`<>[",
+        _ => return true,
+    };
+    node.has_error()
+        || src
+            .get(node.byte_range())
+            .is_none_or(|t| t.bytes().any(|b| triggers.contains(&b)))
 }
 
 pub(super) fn source(node: Node<'_>, src: &str) -> String {
@@ -207,7 +212,8 @@ pub(crate) fn excerpt_of(text: &str) -> String {
     format!("{}…", &text[..end])
 }
 
-fn visit(node: Node<'_>, kind: &str, src: &str, walk: &mut Walk<'_>) {
+/// Rates `node` itself; the cursor is at `node` on entry and on return.
+fn visit(node: Node<'_>, kind: Kind, src: &str, walk: &mut Walk<'_>, cursor: &mut TreeCursor<'_>) {
     if walk.posix
         && let Some(why) = bashisms::bash_only(node, kind, src)
     {
@@ -217,23 +223,23 @@ fn visit(node: Node<'_>, kind: &str, src: &str, walk: &mut Walk<'_>) {
         walk.out.push(Finding::unresolved(&excerpt(node, src), why));
     }
     match kind {
-        "command" => command(node, src, walk),
-        "declaration_command" => declaration(node, src, walk),
-        "unset_command" => {
+        Kind::Command => command(node, src, walk, cursor),
+        Kind::DeclarationCommand => declaration(node, src, walk),
+        Kind::UnsetCommand => {
             let argv = words_of(node, src, walk);
             expand_command(argv, walk);
         }
         // Prefix assignments (`FOO=1 cmd`) and `export X=…` are checked by their parent.
-        "variable_assignment"
-            if !node
-                .parent()
-                .is_some_and(|p| matches!(p.kind(), "command" | "declaration_command")) =>
+        Kind::VariableAssignment
+            if !node.parent().is_some_and(|p| {
+                matches!(nodes::kind(p), Kind::Command | Kind::DeclarationCommand)
+            }) =>
         {
             standalone_assignment(node, src, walk);
         }
-        "for_statement" => for_loop(node, src, walk),
-        "file_redirect" => redirect(node, src, walk),
-        "ERROR" => walk.out.push(Finding::unresolved(
+        Kind::ForStatement => for_loop(node, src, walk),
+        Kind::FileRedirect => redirect(node, src, walk),
+        Kind::Error => walk.out.push(Finding::unresolved(
             &source(node, src),
             "the parser could not read this part",
         )),
@@ -252,8 +258,7 @@ fn visit(node: Node<'_>, kind: &str, src: &str, walk: &mut Walk<'_>) {
 /// The words of a node's named children (and keywords), for declaration and unset commands.
 fn words_of(node: Node<'_>, src: &str, walk: &Walk<'_>) -> Vec<Word> {
     let mut argv = Vec::new();
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
+    for child in Children::of(node) {
         match child.kind() {
             "variable_assignment" | "variable_name" => argv.push(Word::literal(source(child, src))),
             _ if child.is_named() => argv.push(word_of(child, src, &walk.scope)),
@@ -383,40 +388,17 @@ fn only_expanded(body: &str, name: &str) -> bool {
     true
 }
 
-/// The ids of the `name` and `argument` fields of a command: comparing ids spares reading the
-/// field's name (a C string measured and checked on every call).
-fn word_fields() -> (Option<std::num::NonZeroU16>, Option<std::num::NonZeroU16>) {
-    static FIELDS: std::sync::OnceLock<(
-        Option<std::num::NonZeroU16>,
-        Option<std::num::NonZeroU16>,
-    )> = std::sync::OnceLock::new();
-    *FIELDS.get_or_init(|| {
-        let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
-        (
-            language.field_id_for_name("name"),
-            language.field_id_for_name("argument"),
-        )
-    })
-}
-
-fn command(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
-    let mut argv = Vec::new();
-    let (name_field, argument_field) = word_fields();
-    let mut cursor = node.walk();
-    if cursor.goto_first_child() {
-        loop {
-            let child = cursor.node();
-            let field = cursor.field_id();
-            if field.is_some() && (field == name_field || field == argument_field) {
-                argv.push(word_of(child, src, &walk.scope));
-            } else if child.kind() == "variable_assignment" {
-                prefix_assignment(child, src, walk);
-            }
-            if !cursor.goto_next_sibling() {
-                break;
-            }
-        }
-    }
+/// A simple command: its words, read with the walk's cursor (at `node` on entry and on return),
+/// and its prefix assignments.
+fn command(node: Node<'_>, src: &str, walk: &mut Walk<'_>, cursor: &mut TreeCursor<'_>) {
+    // Most commands are plain words: read them from the text, not node by node (same words).
+    let plain = (!node.has_error())
+        .then(|| src.get(node.byte_range()).and_then(plain_words))
+        .flatten();
+    let argv = match plain {
+        Some(argv) => argv,
+        None => command_words(node, src, walk, cursor),
+    };
     if argv.is_empty() {
         return;
     }
@@ -429,6 +411,35 @@ fn command(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
     expand_command(argv, walk);
     walk.in_loop = false;
     walk.stdin_paths = None;
+}
+
+/// The words of a simple command, node by node (the cursor is at `node` on entry and on
+/// return), and its prefix assignments checked.
+fn command_words(
+    node: Node<'_>,
+    src: &str,
+    walk: &mut Walk<'_>,
+    cursor: &mut TreeCursor<'_>,
+) -> Vec<Word> {
+    let count = node.child_count();
+    let mut argv = Vec::with_capacity(count);
+    let (name_field, argument_field) = nodes::word_fields();
+    if count > 0 && cursor.goto_first_child() {
+        for i in 0..count {
+            if i > 0 && !cursor.goto_next_sibling() {
+                break;
+            }
+            let child = cursor.node();
+            let field = cursor.field_id();
+            if field.is_some() && (field == name_field || field == argument_field) {
+                argv.push(word_of(child, src, &walk.scope));
+            } else if nodes::kind(child) == Kind::VariableAssignment {
+                prefix_assignment(child, src, walk);
+            }
+        }
+        cursor.goto_parent();
+    }
+    argv
 }
 
 /// `NAME=value cmd`: only allowlisted names with plain values.
@@ -462,11 +473,10 @@ fn redirect(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
     let Some(dest) = node.child_by_field_name("destination") else {
         return;
     };
-    let mut op = String::new();
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
+    let mut op = "";
+    for child in Children::of(node) {
         if !child.is_named() {
-            op = source(child, src);
+            op = src.get(child.byte_range()).unwrap_or("");
         }
     }
     let target = word_of(dest, src, &walk.scope);

@@ -4,6 +4,7 @@
 //! (a parameter expansion, a command substitution, an arithmetic expansion, an unquoted glob or
 //! brace pattern) is marked `dynamic`: its text is then only a description, never a basis for allow.
 
+use super::nodes::{self, Children, Kind};
 use tree_sitter::Node;
 
 /// One word after quote removal.
@@ -127,9 +128,9 @@ pub fn word_of(node: Node<'_>, src: &str, scope: &Scope) -> Word {
     // Quote removal only shortens the text (a description of an expansion is at most 120 bytes
     // more): one allocation, not one per growth step.
     let mut out = Word::literal(String::with_capacity(node.byte_range().len()));
-    let kind = node.kind();
+    let kind = nodes::kind(node);
     append_kind(node, kind, src, scope, &mut out, true, false);
-    if kind == "command_substitution"
+    if kind == Kind::CommandSubstitution
         && let Some(producer) = node
             .named_child(0)
             .filter(|_| node.named_child_count() == 1)
@@ -145,6 +146,30 @@ pub fn word_of(node: Node<'_>, src: &str, scope: &Scope) -> Word {
         out.split = true;
     }
     out
+}
+
+/// The words of a simple command whose text holds nothing bash would expand, quote, split or
+/// assign: ASCII letters, digits and `_ . / : , + % @ -`, separated by blanks. Each word is then
+/// its text as written, which is what quote removal of the parser's word nodes gives (there is
+/// no quote, backslash, `$`, glob or brace character, `~`, `=`, `#` or non-ASCII byte to act
+/// on), and every child of such a command is its name or an argument. `None` for other text.
+pub(crate) fn plain_words(text: &str) -> Option<Vec<Word>> {
+    let plain = |b: u8| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'_' | b'.' | b'/' | b':' | b',' | b'+' | b'%' | b'@' | b'-'
+            )
+    };
+    if !text.bytes().all(|b| plain(b) || b == b' ' || b == b'\t') {
+        return None;
+    }
+    let words: Vec<Word> = text
+        .split([' ', '\t'])
+        .filter(|w| !w.is_empty())
+        .map(Word::literal)
+        .collect();
+    (!words.is_empty()).then_some(words)
 }
 
 /// Whether `raw` may hold a brace expansion: a `{`, then a `,` or `..`, then a `}`.
@@ -175,12 +200,12 @@ fn simple_variable<'a>(node: Node<'_>, src: &'a str) -> Option<&'a str> {
 }
 
 fn append(node: Node<'_>, src: &str, scope: &Scope, out: &mut Word, first: bool, quoted: bool) {
-    append_kind(node, node.kind(), src, scope, out, first, quoted);
+    append_kind(node, nodes::kind(node), src, scope, out, first, quoted);
 }
 
 fn append_kind(
     node: Node<'_>,
-    kind: &str,
+    kind: Kind,
     src: &str,
     scope: &Scope,
     out: &mut Word,
@@ -188,7 +213,7 @@ fn append_kind(
     quoted: bool,
 ) {
     match kind {
-        "word" | "number" | "command_name" if node.named_child_count() == 0 => {
+        Kind::Word | Kind::Number | Kind::CommandName if node.named_child_count() == 0 => {
             let Some(raw) = src.get(node.byte_range()) else {
                 // Not on a character boundary of the original text: do not guess its value.
                 out.dynamic = true;
@@ -208,7 +233,7 @@ fn append_kind(
             }
             unescape_unquoted(raw, &mut out.text);
         }
-        "raw_string" => {
+        Kind::RawString => {
             let raw = text(node, src);
             out.text.push_str(
                 raw.strip_prefix('\'')
@@ -216,7 +241,7 @@ fn append_kind(
                     .unwrap_or(raw),
             );
         }
-        "ansi_c_string" => {
+        Kind::AnsiCString => {
             let raw = text(node, src);
             let body = raw
                 .strip_prefix("$'")
@@ -224,17 +249,22 @@ fn append_kind(
                 .unwrap_or(raw);
             decode_ansi_c(body, &mut out.text);
         }
-        "string" | "translated_string" => append_double_quoted(node, src, scope, out),
-        "concatenation" | "command_name" => {
-            let mut cursor = node.walk();
-            for (i, child) in node.children(&mut cursor).enumerate() {
+        Kind::String | Kind::TranslatedString => append_double_quoted(node, src, scope, out),
+        // A command name is most often one word: read it without a cursor.
+        Kind::CommandName
+            if let Some(child) = node.child(0).filter(|_| node.child_count() == 1) =>
+        {
+            append(child, src, scope, out, first, quoted);
+        }
+        Kind::Concatenation | Kind::CommandName => {
+            for (i, child) in Children::of(node).enumerate() {
                 append(child, src, scope, out, first && i == 0, quoted);
             }
         }
-        "string_content" => unescape_double_quoted(text(node, src), &mut out.text),
+        Kind::StringContent => unescape_double_quoted(text(node, src), &mut out.text),
         // `<(cmd)` becomes a path like /dev/fd/63: not an option, not a file anyone named.
-        "process_substitution" => out.text.push_str("/dev/fd/63"),
-        "simple_expansion" | "expansion"
+        Kind::ProcessSubstitution => out.text.push_str("/dev/fd/63"),
+        Kind::SimpleExpansion | Kind::Expansion
             if quoted
                 && let Some(value) = simple_variable(node, src)
                     .and_then(|name| scope.lookup(name, node.start_byte())) =>
@@ -254,7 +284,7 @@ fn append_kind(
             if !quoted {
                 out.split = true;
             }
-            if kind == "brace_expression" && out.glob_at.is_none() {
+            if kind == Kind::BraceExpression && out.glob_at.is_none() {
                 out.glob_at = Some(out.text.len());
             }
             // Only a description from here on: keep it short, so nested substitutions do not
@@ -278,10 +308,15 @@ fn append_double_quoted(node: Node<'_>, src: &str, scope: &Scope, out: &mut Word
         range.start + open,
         range.end.saturating_sub(close).max(range.start + open),
     );
+    if !node.has_error() && !raw.contains(['$', '`', '\\']) {
+        // Without `$` or a backquote the only named children are `string_content`, which tile
+        // the text between the quotes with the gaps; without a backslash nothing is unescaped.
+        out.text.push_str(src.get(start..end).unwrap_or(""));
+        return;
+    }
     let mut at = start;
-    let mut cursor = node.walk();
-    for child in node.named_children(&mut cursor) {
-        if child.kind() == "string" {
+    for child in Children::of(node).filter(|c| c.is_named()) {
+        if nodes::kind(child) == Kind::String {
             // translated_string wraps a string node.
             append_double_quoted(child, src, scope, out);
             at = child.end_byte();
@@ -300,6 +335,10 @@ fn append_double_quoted(node: Node<'_>, src: &str, scope: &Scope, out: &mut Word
 
 /// Unquoted text: a backslash quotes the next character; backslash-newline disappears.
 fn unescape_unquoted(raw: &str, out: &mut String) {
+    if !raw.contains('\\') {
+        out.push_str(raw); // most words: nothing to remove
+        return;
+    }
     let mut chars = raw.chars();
     while let Some(c) = chars.next() {
         match c {
@@ -314,6 +353,10 @@ fn unescape_unquoted(raw: &str, out: &mut String) {
 
 /// Inside double quotes, a backslash only quotes `$`, `` ` ``, `"`, `\` and newline.
 fn unescape_double_quoted(raw: &str, out: &mut String) {
+    if !raw.contains('\\') {
+        out.push_str(raw);
+        return;
+    }
     let mut chars = raw.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\\' {

@@ -36,13 +36,8 @@ pub(super) fn expand_command(argv: Vec<Word>, walk: &mut Walk<'_>) {
         walk.out.push(command(argv, false, cap, walk));
         return;
     }
-    let base = name
-        .text
-        .rsplit('/')
-        .next()
-        .unwrap_or(&name.text)
-        .to_owned();
-    match base.as_str() {
+    let base = name.text.rsplit('/').next().unwrap_or(&name.text);
+    match base {
         "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "mksh" => shell(argv, walk),
         "eval" => eval(argv, walk),
         "source" | "." => {
@@ -55,11 +50,12 @@ pub(super) fn expand_command(argv: Vec<Word>, walk: &mut Walk<'_>) {
         "watch" => watch(argv, walk),
         "sudo" | "doas" | "busybox" | "chroot" | "unshare" | "nsenter" | "flock" | "strace"
         | "ltrace" | "firejail" | "proot" | "chrt" | "taskset" | "prlimit" => fallback(argv, walk),
-        _ if is_python(&base) => python(argv, walk),
-        _ => match walk.specs.get(&base) {
-            Some(spec) if spec.command_at.is_some() => wrapper(argv, &base, walk),
-            _ => walk.out.push(command(argv, false, None, walk)),
-        },
+        _ if is_python(base) => python(argv, walk),
+        _ if walk.specs.get(base).is_some_and(|s| s.command_at.is_some()) => {
+            let base = base.to_owned();
+            wrapper(argv, &base, walk);
+        }
+        _ => walk.out.push(command(argv, false, None, walk)),
     }
 }
 

@@ -2,6 +2,7 @@
 //! naming the command and the token.
 
 use super::{Args, Arity, Check, Family, Opt, Recursive, Spec, Style};
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::collections::HashMap;
 
@@ -67,12 +68,13 @@ struct RawSpec {
     command_at: Option<usize>,
 }
 
-/// Every spec, by command name (`ls`, `git status`), and the version queries.
+/// Every spec, by command name (`ls`, `git status`), and the version queries. The maps' keys are
+/// the data's own names, looked up several times per command: hashed with Fx, not SipHash.
 #[derive(Debug, Clone)]
 pub struct Specs {
-    by_name: HashMap<String, Spec>,
+    by_name: FxHashMap<String, Spec>,
     /// Program → the arguments that only print its version (`node -v`).
-    versions: HashMap<String, Vec<String>>,
+    versions: FxHashMap<String, Vec<String>>,
 }
 
 impl Specs {
@@ -84,15 +86,16 @@ impl Specs {
     /// No specs at all (the config replaced the built-in defaults).
     pub fn empty() -> Self {
         Self {
-            by_name: HashMap::new(),
-            versions: HashMap::new(),
+            by_name: FxHashMap::default(),
+            versions: FxHashMap::default(),
         }
     }
 
     /// Specs from data text.
     pub fn parse(text: &str) -> Result<Self, SpecError> {
         let raw: RawFile = toml::from_str(text).map_err(|e| SpecError::Syntax(e.to_string()))?;
-        let mut by_name = HashMap::with_capacity(raw.command.len());
+        let mut by_name =
+            FxHashMap::with_capacity_and_hasher(raw.command.len(), Default::default());
         for (name, spec) in &raw.command {
             let source = match &spec.same_as {
                 Some(other) => raw.command.get(other).ok_or_else(|| SpecError::Entry {
@@ -156,7 +159,7 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
         "find" => Style::Find,
         other => return Err(err(format!("unknown style {other:?}"))),
     };
-    let mut opts = HashMap::new();
+    let mut opts = FxHashMap::default();
     for token in raw.options.split_whitespace() {
         let opt = parse_token(token, None, style).map_err(&err)?;
         opts.insert(opt.name.clone(), opt);

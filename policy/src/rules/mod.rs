@@ -3,10 +3,16 @@
 //! A policy is built once, from the built-in defaults and an optional config file; building is
 //! where every error happens (a bad glob, an unknown key, a wrong verdict), each naming the file,
 //! the line and the rule. Matching a built policy cannot fail.
+//!
+//! Layout: this file (the model, loading, compiling) · [`starts`] (the literal starts of the bash
+//! globs, which let most command lines skip the glob set).
+
+mod starts;
 
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use protocol::verdict::Verdict;
 use serde::Deserialize;
+use starts::Starts;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -193,11 +199,17 @@ pub struct BashRules {
     set: GlobSet,
     /// For each glob in `set`, the index of its rule in `rules`.
     owner: Vec<usize>,
+    /// The literal start of every glob, by first byte; `None` when a glob starts with a
+    /// metacharacter (then every line is matched against the set).
+    starts: Option<Starts>,
 }
 
 impl BashRules {
     /// The last rule whose pattern matches `line`.
     pub fn last_match(&self, line: &str) -> Option<&Rule> {
+        if self.starts.as_ref().is_some_and(|s| !s.may_match(line)) {
+            return None;
+        }
         // Most commands match no rule: answer that without collecting matches.
         if !self.set.is_match(line) {
             return None;
@@ -386,6 +398,7 @@ fn rule_error(
 pub(crate) fn compile_bash(raw: Vec<(BashRuleConfig, Origin)>) -> Result<BashRules, PolicyError> {
     let mut builder = GlobSetBuilder::new();
     let mut owner = Vec::new();
+    let mut globs = Vec::new();
     let mut rules = Vec::with_capacity(raw.len());
     for (i, (rule, origin)) in raw.into_iter().enumerate() {
         let index = i + 1;
@@ -415,6 +428,7 @@ pub(crate) fn compile_bash(raw: Vec<(BashRuleConfig, Origin)>) -> Result<BashRul
             })?;
             builder.add(glob);
             owner.push(i);
+            globs.push(v);
         }
         rules.push(Rule {
             list: RuleList::Bash,
@@ -430,7 +444,13 @@ pub(crate) fn compile_bash(raw: Vec<(BashRuleConfig, Origin)>) -> Result<BashRul
         key: "policy.bash",
         message: e.to_string(),
     })?;
-    Ok(BashRules { rules, set, owner })
+    let starts = Starts::of(globs.iter().map(String::as_str));
+    Ok(BashRules {
+        rules,
+        set,
+        owner,
+        starts,
+    })
 }
 
 /// Compiles path rules for one list.
