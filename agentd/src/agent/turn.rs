@@ -77,6 +77,9 @@ pub struct Agent {
     pub(super) reported: Option<(u64, usize)>,
     /// Stops the running turn when triggered.
     pub interrupt: super::interrupt::Interrupt,
+    /// Ends the running turn at its next step boundary when triggered (the daemon shutting down
+    /// lets the step in flight finish); never re-armed.
+    pub stop_after_step: super::interrupt::Interrupt,
 }
 
 impl std::fmt::Debug for Agent {
@@ -119,6 +122,7 @@ impl Agent {
             turns: 0,
             reported: None,
             interrupt: super::interrupt::Interrupt::default(),
+            stop_after_step: super::interrupt::Interrupt::default(),
         }
     }
 
@@ -154,6 +158,10 @@ impl Agent {
             tool_calls: vec![],
         };
         for _step in 0..self.limits.max_steps {
+            if self.stop_after_step.is_set() {
+                let message = "agentd is shutting down: the turn stopped after its last whole step; resume the session to go on".to_owned();
+                return self.finish(out, FinishReason::Interrupted, Some(message));
+            }
             let mut usage = out.usage;
             let fitted = self.fit_context(&mut usage).await;
             out.usage = usage;
