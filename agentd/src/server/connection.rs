@@ -1,15 +1,17 @@
 //! One client, from hello to close. Reading and writing are separate tasks joined by a bounded
-//! queue: responses and events are queued without waiting, and a client that stops reading is
-//! dropped when its queue is full instead of stalling whoever produces for it.
+//! queue: responses are queued without waiting, events wait a little for room, and a client that
+//! stops reading is dropped when its queue stays full instead of stalling whoever produces for it.
 
 use super::Server;
+use super::attach::Attachments;
 use protocol::Encoding;
-use protocol::control::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
+use protocol::control::{ClientMessage, ErrorCode, ErrorFrame, Response, ServerMessage};
 use protocol::frame::{FrameDecoder, FrameError};
 use protocol::handshake::PeerIdentity;
 use protocol::io::{FrameReader, IoError, server_handshake, write_message};
+use std::sync::Arc;
 use tokio::net::UnixStream;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 /// Who is at the other end, as the kernel says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,8 +107,23 @@ pub async fn run(stream: UnixStream, server: &Server) {
             }
         }
     });
+    let dropped = Arc::new(Notify::new());
+    let mut attachments = Attachments::new(out.clone(), Arc::clone(&dropped));
     loop {
-        let message = match reader.read_message::<ClientMessage>(encoding).await {
+        let read = tokio::select! {
+            read = reader.read_message::<ClientMessage>(encoding) => read,
+            () = dropped.notified() => {
+                tracing::info!("client uid {} fell behind on events; dropped", peer.uid);
+                writer.abort();
+                return;
+            }
+            () = server.goodbye.wait() => {
+                let frame = ErrorFrame::new(ErrorCode::ShuttingDown, "agentd is shutting down; every session is saved: resume it once agentd is back");
+                let _ = out.try_send(ServerMessage::Error(frame));
+                break;
+            }
+        };
+        let message = match read {
             Ok(message) => message,
             Err(IoError::Closed) => break,
             Err(e) => {
@@ -116,13 +133,21 @@ pub async fn run(stream: UnixStream, server: &Server) {
                 break;
             }
         };
-        let response = server.sessions.handle(peer, message, server).await;
+        let answer = super::requests::handle(server, peer, message.request, &mut attachments).await;
+        let response = Response {
+            id: message.id,
+            body: answer.body,
+        };
         if out.try_send(ServerMessage::Response(response)).is_err() {
             tracing::info!("client uid {} fell behind; dropped", peer.uid);
             writer.abort();
             return;
         }
+        if let Some((session, events)) = answer.then {
+            attachments.start(session, events);
+        }
     }
+    drop(attachments);
     drop(out);
     let _ = writer.await;
 }
