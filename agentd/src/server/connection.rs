@@ -11,6 +11,7 @@ use protocol::handshake::PeerIdentity;
 use protocol::io::{FrameReader, IoError, server_handshake, write_message};
 use std::sync::Arc;
 use tokio::net::UnixStream;
+use tokio::net::unix::OwnedReadHalf;
 use tokio::sync::{Notify, mpsc};
 
 /// Who is at the other end, as the kernel says.
@@ -88,7 +89,7 @@ pub async fn run(stream: UnixStream, server: &Server) {
         }
     };
     let mut write_half = None;
-    let mut reader = reader.map_inner(|stream| {
+    let reader = reader.map_inner(|stream| {
         let (read_half, w) = stream.into_split();
         write_half = Some(w);
         read_half
@@ -107,30 +108,52 @@ pub async fn run(stream: UnixStream, server: &Server) {
             }
         }
     });
+    match requests(server, peer, reader, encoding, out).await {
+        Ok(()) => {
+            let _ = writer.await;
+        }
+        Err(FellBehind) => {
+            tracing::info!("client uid {} fell behind; dropped", peer.uid);
+            writer.abort();
+        }
+    }
+}
+
+/// A client that let its outgoing queue fill up.
+struct FellBehind;
+
+/// Answers `peer`'s requests, and forwards the events of the sessions it attaches to, until it
+/// leaves, breaks the protocol, falls behind, or the daemon says goodbye.
+async fn requests(
+    server: &Server,
+    peer: Peer,
+    mut reader: FrameReader<OwnedReadHalf>,
+    encoding: Encoding,
+    out: mpsc::Sender<ServerMessage>,
+) -> Result<(), FellBehind> {
     let dropped = Arc::new(Notify::new());
     let mut attachments = Attachments::new(out.clone(), Arc::clone(&dropped));
     loop {
         let read = tokio::select! {
             read = reader.read_message::<ClientMessage>(encoding) => read,
-            () = dropped.notified() => {
-                tracing::info!("client uid {} fell behind on events; dropped", peer.uid);
-                writer.abort();
-                return;
-            }
+            () = dropped.notified() => return Err(FellBehind),
             () = server.goodbye.wait() => {
-                let frame = ErrorFrame::new(ErrorCode::ShuttingDown, "agentd is shutting down; every session is saved: resume it once agentd is back");
+                let frame = ErrorFrame::new(
+                    ErrorCode::ShuttingDown,
+                    "agentd is shutting down; every session is saved: resume it once agentd is back",
+                );
                 let _ = out.try_send(ServerMessage::Error(frame));
-                break;
+                return Ok(());
             }
         };
         let message = match read {
             Ok(message) => message,
-            Err(IoError::Closed) => break,
+            Err(IoError::Closed) => return Ok(()),
             Err(e) => {
                 if let Some(frame) = frame_error(&e) {
                     let _ = out.try_send(ServerMessage::Error(frame));
                 }
-                break;
+                return Ok(());
             }
         };
         let answer = super::requests::handle(server, peer, message.request, &mut attachments).await;
@@ -138,18 +161,12 @@ pub async fn run(stream: UnixStream, server: &Server) {
             id: message.id,
             body: answer.body,
         };
-        if out.try_send(ServerMessage::Response(response)).is_err() {
-            tracing::info!("client uid {} fell behind; dropped", peer.uid);
-            writer.abort();
-            return;
-        }
+        out.try_send(ServerMessage::Response(response))
+            .map_err(|_| FellBehind)?;
         if let Some((session, events)) = answer.then {
             attachments.start(session, events);
         }
     }
-    drop(attachments);
-    drop(out);
-    let _ = writer.await;
 }
 
 /// The error frame for what broke the connection, if the peer can still be told.
