@@ -45,6 +45,9 @@ pub struct Sessions {
     max_per_uid: usize,
     /// Loaded sessions by id. Never held across an await.
     loaded: Mutex<HashMap<SessionId, Loaded>>,
+    /// Held from counting a uid's sessions to making the new one, so two clients creating at
+    /// once cannot both pass the limit.
+    creating: Mutex<()>,
     /// Triggered when the daemon stops: no session is created or resumed after it.
     shutdown: Shutdown,
 }
@@ -60,6 +63,7 @@ impl Sessions {
             factory,
             max_per_uid,
             loaded: Mutex::new(HashMap::new()),
+            creating: Mutex::new(()),
             shutdown,
         }
     }
@@ -112,6 +116,7 @@ impl Sessions {
     pub fn create(&self, peer: Peer, c: CreateSession) -> Result<SessionInfo, Refusal> {
         self.closing()?;
         let workspace = workspace_of(peer, &c.workspace)?;
+        let _one_at_a_time = self.creating.lock().unwrap_or_else(|e| e.into_inner());
         let (headers, _) = self.store.headers();
         let theirs = headers.iter().filter(|h| h.owner_uid == peer.uid).count();
         if theirs >= self.max_per_uid {
