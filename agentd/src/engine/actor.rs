@@ -66,7 +66,17 @@ pub fn start(
         running: Default::default(),
         done: Shutdown::new(),
     });
-    tokio::spawn(run(built, rx, Arc::clone(&shared), stopping));
+    let task = tokio::spawn(run(built, rx, Arc::clone(&shared), stopping));
+    // A bug that panics the task must not leave a session that looks alive and never answers:
+    // its log is closed (what was written stays) and the handle reports it stopped.
+    let watched = Arc::clone(&shared);
+    tokio::spawn(async move {
+        if let Err(e) = task.await {
+            tracing::error!("session {} stopped: {e}", watched.journal.session());
+            watched.journal.close();
+            watched.done.trigger();
+        }
+    });
     SessionHandle::new(tx, shared)
 }
 
