@@ -111,7 +111,10 @@ impl Dispatcher {
                 Verdict::Allow,
                 "a session tool: it touches only the session's own state",
             ));
-            if let Some(outcome) = self.session.handle(call, emit) {
+            // A skill's body is read again now: with the owner's rights, as at the start.
+            let run_as = self.workers.sandbox().run_as.as_ref();
+            let handled = super::owner_files::as_owner(run_as, || self.session.handle(call, emit));
+            if let Some(outcome) = handled {
                 return outcome;
             }
         }

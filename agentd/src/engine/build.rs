@@ -244,7 +244,11 @@ pub fn build(
             journal.emit(event);
         })
     };
-    let mut agent = Agent::new(plan.provider, plan.model, dispatcher, plan.limits, emit);
+    // The owner's AGENTS.md and skills are read with the owner's rights.
+    let run_as = dispatcher.workers.sandbox().run_as.clone();
+    let mut agent = crate::agent::owner_files::as_owner(run_as.as_ref(), || {
+        Agent::new(plan.provider, plan.model, dispatcher, plan.limits, emit)
+    });
     if let Some(records) = resumed {
         resume(&mut agent, records);
     }
