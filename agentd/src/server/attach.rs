@@ -54,6 +54,17 @@ impl Attachments {
         }
     }
 
+    /// Waits (at most `within`) until every forwarder has handed on its session's last event:
+    /// once the sessions have stopped their streams end, and the client should see those events
+    /// before anything said after them.
+    pub async fn finish(&mut self, within: Duration) {
+        let tasks: Vec<JoinHandle<()>> = self.tasks.drain().map(|(_, t)| t).collect();
+        let all = futures_util::future::join_all(tasks);
+        if tokio::time::timeout(within, all).await.is_err() {
+            tracing::warn!("a client's last events could not all be forwarded in time");
+        }
+    }
+
     /// Stops forwarding session `id`; whether it was attached.
     pub fn detach(&mut self, id: &SessionId) -> bool {
         self.tasks.remove(id).inspect(JoinHandle::abort).is_some()

@@ -138,6 +138,8 @@ async fn requests(
             read = reader.read_message::<ClientMessage>(encoding) => read,
             () = dropped.notified() => return Err(FellBehind),
             () = server.goodbye.wait() => {
+                // The sessions have stopped: their last events go out before the goodbye.
+                attachments.finish(super::attach::EVENT_STALL).await;
                 let frame = ErrorFrame::new(
                     ErrorCode::ShuttingDown,
                     "agentd is shutting down; every session is saved: resume it once agentd is back",
