@@ -17,6 +17,7 @@ many bytes of payload; the first frame is the JSON hello.
 import argparse
 import json
 import os
+import signal
 import socket
 import struct
 import sys
@@ -134,14 +135,14 @@ def run(args):
     conn.call({"type": "attach_session", "session": session, "after_seq": None}, early)
     conn.call({"type": "send_message", "session": session, "text": args.prompt}, early)
     interactive = sys.stdin.isatty()
+    # Ctrl-C interrupts the turn (a handler, not KeyboardInterrupt: an exception could land in
+    # the middle of reading a frame and lose our place in the stream).
+    signal.signal(signal.SIGINT,
+                  lambda *_: conn.request({"type": "interrupt", "session": session}))
     pending = list(early)
     while True:
-        try:
-            message = pending.pop(0) if pending else conn.receive()
-            reason = handle(conn, session, message, interactive)
-        except KeyboardInterrupt:
-            conn.request({"type": "interrupt", "session": session})
-            continue
+        message = pending.pop(0) if pending else conn.receive()
+        reason = handle(conn, session, message, interactive)
         if reason is not None:
             return 0 if reason == "done" else 1
 

@@ -101,3 +101,48 @@ fn its_exit_status_says_how_the_turn_ended_or_that_agentd_refused() {
         "{stderr}"
     );
 }
+
+#[test]
+fn ctrl_c_interrupts_the_turn() {
+    use std::io::BufRead;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockLlm::start(vec![Reply::stream(vec![
+        openai::tool(
+            0,
+            Some("call_long"),
+            Some("bash"),
+            r#"{"command": "sleep 30; echo never-py"}"#,
+        ),
+        openai::finish("tool_calls"),
+    ])]));
+    let place = Place::new("[policy]\nbash = [{ pattern = \"sleep *\", action = \"allow\" }]\n");
+    let _d = Daemon::start(&place, &mock.url());
+    let ws = workspace();
+    let mut child = Command::new("python3")
+        .arg(client())
+        .arg(&place.socket)
+        .arg("wait")
+        .arg("--workspace")
+        .arg(&ws.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("tool_call_started") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{rest:?}");
+    let last: Value = serde_json::from_str(rest.last().unwrap()).unwrap();
+    assert_eq!(last["event"]["reason"], "interrupted", "{rest:?}");
+}
