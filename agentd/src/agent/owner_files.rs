@@ -13,7 +13,9 @@ use protocol::worker::RunAs;
 
 /// Puts the thread's file identity back when dropped, even if the closure panicked.
 struct Restore {
+    /// The fsuid before.
     uid: Uid,
+    /// The fsgid before.
     gid: Gid,
 }
 

@@ -38,6 +38,7 @@ pub enum AnswerError {
 /// One attached client, counted while it lives.
 #[derive(Debug)]
 pub struct Attached {
+    /// The broker that counts it.
     broker: Arc<Broker>,
 }
 
@@ -52,7 +53,9 @@ impl Drop for Attached {
 /// Removes an ask from the pending set however its wait ends (answer, timeout, or the turn's
 /// future dropped by an interrupt).
 struct Waiting<'a> {
+    /// Whose pending set holds the ask.
     broker: &'a Broker,
+    /// The ask.
     id: ApprovalId,
 }
 

@@ -147,9 +147,13 @@ pub struct Plan {
 /// configuration, before the session's log is made.
 #[derive(Debug)]
 pub struct Prepared {
+    /// The session's choices.
     plan: Plan,
+    /// The worker binary, found and chosen by us.
     worker_bin: PathBuf,
+    /// The sandbox every call of the session gets (the spill folder is added by `build`).
     sandbox: protocol::worker::SandboxSpec,
+    /// The session's temp root.
     tmp: PrivateDir,
 }
 

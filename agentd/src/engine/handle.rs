@@ -64,7 +64,9 @@ pub(super) struct Shared {
 /// A session's handle. Cloning it gives another handle on the same session.
 #[derive(Debug, Clone)]
 pub struct SessionHandle {
+    /// The session's operation queue.
     ops: mpsc::Sender<Op>,
+    /// What the handle and the task share.
     shared: Arc<Shared>,
 }
 
@@ -72,7 +74,9 @@ pub struct SessionHandle {
 /// sequence. It ends when the session stops.
 #[derive(Debug)]
 pub struct Subscription {
+    /// The events from the log after the seq asked for, still to hand out.
     replay: VecDeque<EventEnvelope>,
+    /// Live events, fed by the journal after the replay was taken.
     live: mpsc::UnboundedReceiver<EventEnvelope>,
     /// Counts this subscriber as someone who can answer asks, while it lives.
     _attached: Option<super::approvals::Attached>,

@@ -38,8 +38,11 @@ pub struct Loaded {
 /// The daemon's sessions, and who may see and drive them.
 #[derive(Debug)]
 pub struct Sessions {
+    /// Where sessions are kept.
     store: Store,
+    /// The group whose members may list (and delete) everyone's sessions.
     admin_gid: Option<u32>,
+    /// How a session is built.
     factory: Factory,
     /// Sessions one uid may keep in the store.
     max_per_uid: usize,
