@@ -54,6 +54,19 @@ impl Approver {
         matches!(self, Approver::Terminal { .. } | Approver::Clients(_))
     }
 
+    /// Adds `approved` to what was allowed always (a resumed session's).
+    pub fn restore(&self, approved: &Approvals) {
+        match self {
+            Approver::Nobody => {}
+            Approver::Terminal { always, .. } => {
+                if let Ok(mut a) = always.lock() {
+                    approved.keys().for_each(|k| a.remember_key(k.clone()));
+                }
+            }
+            Approver::Clients(broker) => broker.restore(approved),
+        }
+    }
+
     /// What was allowed always so far, to be kept with the session.
     pub fn approved(&self) -> Approvals {
         match self {

@@ -83,6 +83,13 @@ impl Broker {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Adds `approved` to what was allowed always (a resumed session's).
+    pub fn restore(&self, approved: &Approvals) {
+        if let Ok(mut a) = self.always.lock() {
+            approved.keys().for_each(|k| a.remember_key(k.clone()));
+        }
+    }
+
     /// Counts one more client able to answer, until the guard is dropped.
     pub fn attach(self: &Arc<Self>) -> Attached {
         self.attached.send_modify(|n| *n += 1);

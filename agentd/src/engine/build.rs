@@ -259,14 +259,23 @@ pub fn build(
     Ok(Built { agent, tmp })
 }
 
-/// Puts a stored session's history, todo list and approval numbering back into `agent`.
+/// Puts a stored session's history, todo list, what was allowed always, and its approval
+/// numbering back into `agent`.
 fn resume(agent: &mut Agent, records: &[Record]) {
     if let Some(system) = agent.system_message().cloned() {
         let (messages, turns) = crate::agent::resume::conversation(system, records);
         agent.resume_from(messages, turns);
     }
-    let session = &agent.dispatcher.session;
-    session.restore_todos(crate::agent::resume::todos(records));
+    let dispatcher = &agent.dispatcher;
+    dispatcher
+        .session
+        .restore_todos(crate::agent::resume::todos(records));
+    let ctx = policy::Context {
+        workspace: &dispatcher.workers.sandbox().workspace,
+        home: dispatcher.home.as_deref(),
+    };
+    let approved = crate::agent::resume::always_allowed(records, &dispatcher.policy, &ctx);
+    dispatcher.approver.restore(&approved);
     // New asks are numbered after the stored ones, so an old id never names a new ask.
     let last = records
         .iter()
