@@ -91,3 +91,76 @@ fn allow_always_lasts_for_the_session_across_a_restart() {
         "the call ran"
     );
 }
+
+#[test]
+fn past_the_grace_period_sigterm_interrupts_the_step_and_the_session_resumes_from_it() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockLlm::start(vec![
+        Reply::stream(vec![
+            openai::tool(
+                0,
+                Some("call_long"),
+                Some("bash"),
+                r#"{"command": "sleep 30; echo never-g"}"#,
+            ),
+            openai::finish("tool_calls"),
+        ]),
+        answer("picked up"),
+    ]));
+    let place = Place::new(
+        "[server]\nshutdown_grace_ms = 500\n[policy]\nbash = [{ pattern = \"sleep *\", action = \"allow\" }]\n",
+    );
+    let ws = workspace();
+    let d = Daemon::start(&place, &mock.url());
+    let started = std::time::Instant::now();
+    let (id, rest, code) = rt.block_on(async {
+        let mut a = Client::connect(&place.socket, Encoding::Json).await;
+        let id = a.create(&ws.0, "on_risk").await;
+        a.attach(&id, None).await;
+        a.send(&id, "wait").await;
+        while !matches!(a.event().await.event, Event::ToolCallStarted(_)) {}
+        let stopping = tokio::task::spawn_blocking(move || d.sigterm(Duration::from_secs(30)));
+        let rest = a.until_turn_finished().await;
+        (id, rest, stopping.await.unwrap())
+    });
+    assert_eq!(code, Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "not the call's 30 s"
+    );
+    let result = rest.iter().find_map(|e| match &e.event {
+        Event::ToolCallFinished(f) => Some(f.content.clone()),
+        _ => None,
+    });
+    assert!(result.unwrap().starts_with("[interrupted"), "{rest:?}");
+    let last = rest.last().unwrap().seq.0;
+    match &rest.last().unwrap().event {
+        Event::TurnFinished(f) => assert_eq!(f.reason, FinishReason::Interrupted),
+        other => panic!("{other:?}"),
+    }
+    assert!(agentd_e2e::processes_with("echo never-g").is_empty());
+    let _d = Daemon::start(&place, &mock.url());
+    rt.block_on(async {
+        let mut b = Client::connect(&place.socket, Encoding::Json).await;
+        let resume = Request::ResumeSession(ResumeSession {
+            session: id.clone(),
+        });
+        assert_eq!(b.ask(resume).await, ResponseBody::Ok);
+        b.attach(&id, Some(last)).await;
+        b.send(&id, "go on").await;
+        let events = b.until_turn_finished().await;
+        match &events.last().unwrap().event {
+            Event::TurnFinished(f) => assert_eq!(f.reason, FinishReason::Done),
+            other => panic!("{other:?}"),
+        }
+    });
+    let sent = mock.requests()[1].body["messages"].as_array().unwrap()[1..].to_vec();
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"], "{sent:#?}");
+    assert!(
+        sent[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[interrupted")
+    );
+}

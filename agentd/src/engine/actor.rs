@@ -136,7 +136,8 @@ async fn turn(
     tokio::pin!(turn);
     let grace = tokio::time::sleep(Duration::from_secs(365 * 86_400));
     tokio::pin!(grace);
-    let (mut draining, mut stop, mut open) = (false, false, true);
+    // Draining: shutdown came, the turn may finish its step; forced: the grace ran out.
+    let (mut draining, mut forced, mut stop, mut open) = (false, false, false, true);
     loop {
         tokio::select! {
             out = &mut turn => return (out, stop),
@@ -164,13 +165,13 @@ async fn turn(
                 after_step.trigger();
                 grace.as_mut().reset(tokio::time::Instant::now() + stopping.grace);
             }
-            () = &mut grace, if draining => {
+            () = &mut grace, if draining && !forced => {
                 tracing::warn!(
                     "session {}: the turn did not end within the shutdown grace period; interrupted",
                     shared.journal.session()
                 );
                 interrupt.trigger();
-                draining = false;
+                forced = true;
             }
         }
     }
