@@ -78,6 +78,9 @@ pub struct Subscription {
     replay: VecDeque<EventEnvelope>,
     /// Live events, fed by the journal after the replay was taken.
     live: mpsc::UnboundedReceiver<EventEnvelope>,
+    /// The seq the subscriber said it has: nothing up to it is handed on (a client that names a
+    /// seq the session has not reached yet gets only what comes after it).
+    floor: u64,
     /// Counts this subscriber as someone who can answer asks, while it lives.
     _attached: Option<super::approvals::Attached>,
 }
@@ -90,9 +93,14 @@ impl Subscription {
 
     /// The next event; `None` once the session has stopped.
     pub async fn next(&mut self) -> Option<EventEnvelope> {
-        match self.replay.pop_front() {
-            Some(e) => Some(e),
-            None => self.live.recv().await,
+        if let Some(e) = self.replay.pop_front() {
+            return Some(e);
+        }
+        loop {
+            let e = self.live.recv().await?;
+            if e.seq.0 > self.floor {
+                return Some(e);
+            }
         }
     }
 }
@@ -157,6 +165,7 @@ impl SessionHandle {
         Ok(Subscription {
             replay: replay.into(),
             live,
+            floor: after.map_or(0, |s| s.0),
             _attached: None,
         })
     }

@@ -1,6 +1,7 @@
 //! A session's events on their way out: numbered and kept by the store, then handed to every
-//! subscriber — in that order, under one lock, so that a subscriber who joins (replaying the log
-//! after seq N) and then receives live events sees every event exactly once.
+//! subscriber — in that order, under one lock, so that a subscriber who joins (registering under
+//! that lock, then replaying the log after seq N up to where it joined) and then receives live
+//! events sees every event exactly once.
 
 use crate::store::StoreError;
 use crate::store::log::SessionLog;
@@ -111,20 +112,32 @@ impl Journal {
 
     /// Joins: the events after `after` (all with `None`) as kept in the log, then every live one.
     /// A session that is not kept replays nothing.
+    ///
+    /// Under the lock it only registers and notes the newest seq `L`; the log is read after the
+    /// lock is released, keeping the records up to `L` (all on disk already: each was written
+    /// before its number was handed out) — so a long replay never holds the session back, and
+    /// the live stream starts exactly after `L`.
     pub fn subscribe(
         &self,
         after: Option<Seq>,
     ) -> Result<(Vec<EventEnvelope>, mpsc::UnboundedReceiver<EventEnvelope>), JournalError> {
-        let mut inner = self.lock();
-        if inner.closed {
-            return Err(JournalError::Closed(self.session.as_str().to_owned()));
-        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (path, upto) = {
+            let mut inner = self.lock();
+            if inner.closed {
+                return Err(JournalError::Closed(self.session.as_str().to_owned()));
+            }
+            inner.subscribers.push(tx);
+            let path = inner.log.as_ref().map(|l| l.path().to_path_buf());
+            (path, inner.last_seq().0)
+        };
         let after = after.map_or(0, |s| s.0);
-        let replay = match &inner.log {
-            Some(log) if after < log.last_seq().0 => crate::store::read::load(log.path())?
+        let replay = match path {
+            // A line being appended right now is unterminated and read as torn: it is past `L`.
+            Some(path) if after < upto => crate::store::read::load(&path)?
                 .records
                 .into_iter()
-                .filter(|r| r.seq.0 > after)
+                .filter(|r| r.seq.0 > after && r.seq.0 <= upto)
                 .map(|r| EventEnvelope {
                     session: self.session.clone(),
                     seq: r.seq,
@@ -133,8 +146,6 @@ impl Journal {
                 .collect(),
             _ => Vec::new(),
         };
-        let (tx, rx) = mpsc::unbounded_channel();
-        inner.subscribers.push(tx);
         Ok((replay, rx))
     }
 
@@ -220,6 +231,48 @@ mod tests {
         assert!(journal.subscribe(None).is_err(), "closed");
         // The lock went with the log: the session can be reopened.
         SessionLog::reopen(&store, &header.id).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn joining_while_events_are_appended_misses_none_and_sees_none_twice() {
+        let dir = std::env::temp_dir().join(format!("agentd-journal-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(&dir).unwrap();
+        let (log, header) = SessionLog::create(&store, std::path::Path::new("/w"), "m", 0).unwrap();
+        let journal = std::sync::Arc::new(Journal::new(header.id.clone(), Some(log)));
+        const N: u64 = 20_000;
+        let writer = {
+            let journal = journal.clone();
+            std::thread::spawn(move || {
+                for i in 0..N {
+                    journal.emit(user(&format!("event {i}")));
+                }
+            })
+        };
+        // Join several times while the writer runs, each from another point.
+        let mut joins = Vec::new();
+        const AFTER: [u64; 8] = [0, 1, 5, 10, 50, 100, 500, 1000];
+        for (i, after) in AFTER.into_iter().enumerate() {
+            // Each join while the writer is well under way.
+            while journal.last_seq().0 < 200 * (i as u64 + 1) && !writer.is_finished() {
+                std::thread::yield_now();
+            }
+            joins.push(journal.subscribe(Some(Seq(after))).unwrap());
+        }
+        writer.join().unwrap();
+        for (i, (replay, mut live)) in joins.into_iter().enumerate() {
+            let after = AFTER[i];
+            let mut seqs: Vec<u64> = replay.iter().map(|e| e.seq.0).collect();
+            while let Ok(e) = live.try_recv() {
+                // What a subscription hands on (it skips what the subscriber said it has).
+                if e.seq.0 > after {
+                    seqs.push(e.seq.0);
+                }
+            }
+            let want: Vec<u64> = (after + 1..=N).collect();
+            assert_eq!(seqs, want, "join {i} after {after}: a gap or a repeat");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 
