@@ -35,6 +35,12 @@ pub struct ServerSection {
     pub max_sessions_per_uid: Option<usize>,
     /// A group whose members may list every user's sessions.
     pub admin_group: Option<String>,
+    /// How long a session's ask waits while no client is attached before it is denied,
+    /// milliseconds.
+    pub approval_wait_ms: Option<u64>,
+    /// How long running turns may go on after SIGTERM before they are interrupted,
+    /// milliseconds.
+    pub shutdown_grace_ms: Option<u64>,
 }
 
 impl ServerSection {
@@ -49,6 +55,12 @@ impl ServerSection {
                 .map_or(d.handshake_timeout, std::time::Duration::from_millis),
             outgoing_queue: self.outgoing_queue.unwrap_or(d.outgoing_queue),
             max_sessions_per_uid: self.max_sessions_per_uid.unwrap_or(d.max_sessions_per_uid),
+            approval_wait: self
+                .approval_wait_ms
+                .map_or(d.approval_wait, std::time::Duration::from_millis),
+            shutdown_grace: self
+                .shutdown_grace_ms
+                .map_or(d.shutdown_grace, std::time::Duration::from_millis),
         }
     }
 }

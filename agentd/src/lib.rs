@@ -1,15 +1,18 @@
 //! The supervisor side of agentd: sessions, the agent loop, providers, the policy engine and the
 //! workers it spawns — and the command-line front ends that drive them.
 //!
-//! Layout so far: [`cli`] (subcommands of the `agentd` binary: `policy check`, `sandbox`) ·
-//! [`providers`] (model providers: the internal model, retries, OpenAI-compatible streaming) ·
-//! [`worker`] (spawning tool-workers, their cgroups and environment).
+//! Layout so far: [`cli`] (subcommands of the `agent` and `agentd` binaries) · [`engine`] (the
+//! one session engine every front end drives) · [`agent`] (the turn loop, dispatch, approvals) ·
+//! [`server`] (the daemon's socket) · [`store`] (session logs) · [`providers`] (model
+//! providers: the internal model, retries, the wire formats) · [`worker`] (spawning
+//! tool-workers, their cgroups and environment).
 
 pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod context;
 pub mod demo;
+pub mod engine;
 pub mod inert;
 pub mod providers;
 pub mod server;

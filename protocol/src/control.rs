@@ -238,4 +238,7 @@ pub enum ErrorCode {
     Conflict,
     /// Something failed inside agentd.
     Internal,
+    /// agentd is shutting down: the request was not carried out; connect again later. Also the
+    /// code of the error frame a client gets just before the daemon closes its connection.
+    ShuttingDown,
 }

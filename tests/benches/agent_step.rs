@@ -1,20 +1,27 @@
 //! Supervisor overhead per agent step: an agent turn against an instant mock model whose every
 //! reply is one tool call the policy denies (so no worker runs), against the same HTTP round trip
 //! made directly — both measured in this run. Overhead = step − round trip: the loop, dispatch,
-//! argument validation, the policy check, events and the growing conversation.
+//! argument validation, the policy check, events and the growing conversation. The turn runs
+//! as `agent run`'s does, on the session engine (its task, its op queue, its journal), and a step
+//! is timed as a front end sees it: when its event arrives through a subscription.
 //!
 //! `cargo bench -p agentd-e2e --bench agent_step`. Goal: under 1 ms median.
 
 use agentd::agent::dispatch::{Dispatcher, Emit};
 use agentd::agent::turn::{Agent, Limits};
+use agentd::engine::build::Built;
+use agentd::engine::journal::Journal;
 use agentd::providers::Provider;
 use agentd::providers::model::{Message, ModelRequest};
 use agentd::settings::{ProviderKind, ProviderSettings};
+use agentd::store::log::Record;
+use agentd::worker::tmp::{Owner, PrivateDir};
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
 use protocol::event::Event;
+use protocol::ids::SessionId;
 use protocol::verdict::ApprovalMode;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const STEPS: usize = 200;
@@ -64,23 +71,40 @@ fn main() {
             approvals: AtomicU64::new(0),
             session: Default::default(),
         });
-        let marks: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(Vec::new()));
-        let m = marks.clone();
-        let emit: Emit = Arc::new(move |e: Event| {
-            if matches!(e, Event::TurnStarted(_) | Event::ToolCallFinished(_))
-                && let Ok(mut v) = m.lock()
-            {
-                v.push(Instant::now());
-            }
-        });
+        // The session as `agent run` makes it (not kept on disk: the bench times the supervisor,
+        // not fsync), run by the engine.
+        let Ok(session) = SessionId::new("s-bench") else { std::process::exit(1) };
+        let journal = Arc::new(Journal::new(session, None));
+        let emit: Emit = { let j = journal.clone(); Arc::new(move |e: Event| { j.emit(e); }) };
         let limits = Limits { max_steps: STEPS as u32 + 1, ..Limits::default() };
-        let mut agent = Agent::new(provider, "m".into(), dispatcher, limits, emit);
-        let outcome = agent.run_turn("go").await;
+        let agent = Agent::new(provider, "m".into(), dispatcher, limits, emit);
+        let Some(system) = agent.system_message().cloned() else { std::process::exit(1) };
+        let Ok(tmp) = PrivateDir::create(&std::env::temp_dir(), "agentd-bench-", Owner::current()) else { std::process::exit(1) };
+        let handle = agentd::engine::start(Built { agent, tmp }, journal, None, Default::default());
+        let Ok(mut events) = handle.subscribe(None) else { std::process::exit(1) };
+        // Each step's end as the front end sees it, and every event (to rebuild the requests).
+        let seen = tokio::spawn(async move {
+            let (mut marks, mut records) = (Vec::new(), Vec::new());
+            while let Some(e) = events.next().await {
+                if matches!(e.event, Event::TurnStarted(_) | Event::ToolCallFinished(_)) {
+                    marks.push(Instant::now());
+                }
+                let end = matches!(e.event, Event::TurnFinished(_));
+                records.push(Record { seq: e.seq, unix_ms: 0, event: e.event });
+                if end {
+                    break;
+                }
+            }
+            (marks, records)
+        });
+        let Ok(outcome) = handle.run_turn("go").await else { std::process::exit(1) };
         if outcome.tool_calls.len() != STEPS {
             eprintln!("expected {STEPS} denied calls, got {}", outcome.tool_calls.len());
             std::process::exit(1);
         }
-        let marks = marks.lock().map(|v| v.clone()).unwrap_or_default();
+        let Ok((marks, records)) = seen.await else { std::process::exit(1) };
+        handle.stop().await;
+        let (messages, _) = agentd::agent::resume::conversation(system, &records);
         let steps: Vec<Duration> = marks.windows(2).map(|w| w[1] - w[0]).collect();
 
         // Baseline: the very same requests (prefixes of the agent's own conversation), sent
@@ -91,7 +115,7 @@ fn main() {
         let tools = agentd::agent::tools::specs().to_vec();
         let mut baseline = Vec::with_capacity(STEPS);
         for i in 0..STEPS {
-            let messages: Vec<Message> = agent.messages[..2 + 2 * i].to_vec();
+            let messages: Vec<Message> = messages[..2 + 2 * i].to_vec();
             let request = ModelRequest { model: "m".into(), messages, tools: tools.clone(), max_tokens: None };
             let start = Instant::now();
             if provider.complete(&request, &mut |_| {}).await.is_err() {
@@ -113,7 +137,7 @@ fn main() {
         println!(
             "\nsupervisor overhead per step: {overhead:.2?} median (goal < 1 ms: {}); the conversation grew to {} messages",
             if overhead < Duration::from_millis(1) { "met" } else { "NOT met" },
-            agent.messages.len()
+            messages.len()
         );
     });
 }

@@ -82,6 +82,8 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         outgoing_queue,
         max_sessions_per_uid,
         admin_group,
+        approval_wait_ms,
+        shutdown_grace_ms,
     } = server;
     assert!(
         [
@@ -94,6 +96,8 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         .all(Option::is_some)
             && handshake_timeout_ms.is_some()
             && admin_group.is_some()
+            && approval_wait_ms.is_some()
+            && shutdown_grace_ms.is_some()
     );
 
     // [policy]: the policy crate's own parse, and every key of its section.

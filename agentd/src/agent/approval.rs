@@ -1,7 +1,7 @@
 //! Approval: a human answers a call the policy rated `ask` (or every call, in `always` mode).
 //!
-//! `agent run` at a terminal asks on `/dev/tty`; with no terminal there is no one to ask and the
-//! dispatcher refuses, saying so. "Allow always" remembers exactly the parts of the call that
+//! `agent run` at a terminal asks on `/dev/tty`; in the daemon the session's clients answer
+//! ([`crate::engine::approvals`]); with no one to ask the dispatcher refuses, saying so. "Allow always" remembers exactly the parts of the call that
 //! asked (each command, normalised, with the rule that asked; each path; each construct the
 //! policy could not see through), and a later call runs without a question only when every part
 //! of it that asks was remembered: after `mkdir x` is allowed always, `mkdir y && python3 evil.py`
@@ -12,9 +12,10 @@
 use crate::inert::inert;
 use policy::{ApprovalKey, Approvals, Decision};
 use protocol::event::ToolCall;
+use protocol::ids::ApprovalId;
 use protocol::verdict::ApprovalDecision;
 use std::io::{BufRead, Write};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Who answers approval requests.
 #[derive(Debug)]
@@ -28,6 +29,9 @@ pub enum Approver {
         /// One prompt at a time (parallel calls wait their turn).
         prompt: tokio::sync::Mutex<()>,
     },
+    /// The session's clients (the daemon): the first answer wins; with no client attached the
+    /// ask is denied after a wait.
+    Clients(Arc<crate::engine::approvals::Broker>),
 }
 
 impl Approver {
@@ -47,28 +51,47 @@ impl Approver {
 
     /// Whether anyone can be asked.
     pub fn can_ask(&self) -> bool {
-        matches!(self, Approver::Terminal { .. })
+        matches!(self, Approver::Terminal { .. } | Approver::Clients(_))
+    }
+
+    /// Adds `approved` to what was allowed always (a resumed session's).
+    pub fn restore(&self, approved: &Approvals) {
+        match self {
+            Approver::Nobody => {}
+            Approver::Terminal { always, .. } => {
+                if let Ok(mut a) = always.lock() {
+                    approved.keys().for_each(|k| a.remember_key(k.clone()));
+                }
+            }
+            Approver::Clients(broker) => broker.restore(approved),
+        }
     }
 
     /// What was allowed always so far, to be kept with the session.
     pub fn approved(&self) -> Approvals {
         match self {
-            Approver::Nobody => Approvals::new(),
+            Approver::Nobody | Approver::Clients(_) => Approvals::new(),
             Approver::Terminal { always, .. } => {
                 always.lock().map(|a| a.clone()).unwrap_or_default()
             }
         }
     }
 
-    /// The human's answer for `call`, rated `decision`, and who gave it (`user`, or `session` for
-    /// an earlier "always" that covers it). `None` when no one can be asked or the terminal failed.
+    /// The human's answer for `call` (ask `approval`), rated `decision`, and who gave it (`user`,
+    /// `session` for an earlier "always" that covers it, or `timeout` when no client answered in
+    /// time). `None` when no one can be asked or the terminal failed.
     pub async fn decide(
         &self,
+        approval: ApprovalId,
         call: &ToolCall,
         decision: &Decision,
     ) -> Option<(ApprovalDecision, &'static str)> {
-        let Approver::Terminal { always, prompt } = self else {
-            return None;
+        let (always, prompt) = match self {
+            Approver::Nobody => return None,
+            Approver::Clients(broker) => {
+                return Some(broker.decide(approval, call, decision).await);
+            }
+            Approver::Terminal { always, prompt } => (always, prompt),
         };
         if always.lock().is_ok_and(|a| covered(&a, call, decision)) {
             return Some((ApprovalDecision::AllowOnce, "session"));

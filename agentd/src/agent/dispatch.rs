@@ -111,7 +111,10 @@ impl Dispatcher {
                 Verdict::Allow,
                 "a session tool: it touches only the session's own state",
             ));
-            if let Some(outcome) = self.session.handle(call, emit) {
+            // A skill's body is read again now: with the owner's rights, as at the start.
+            let run_as = self.workers.sandbox().run_as.as_ref();
+            let handled = super::owner_files::as_owner(run_as, || self.session.handle(call, emit));
+            if let Some(outcome) = handled {
                 return outcome;
             }
         }
@@ -175,7 +178,7 @@ impl Dispatcher {
                 }));
                 let (answer, by) = self
                     .approver
-                    .decide(call, &decision)
+                    .decide(approval, call, &decision)
                     .await
                     .unwrap_or((ApprovalDecision::Deny, "timeout"));
                 emit(Event::ApprovalResolved(ApprovalResolved {
@@ -184,13 +187,7 @@ impl Dispatcher {
                     by: by.to_owned(),
                 }));
                 if answer == ApprovalDecision::Deny {
-                    return refuse(
-                        ToolStatus::Denied,
-                        format!(
-                            "Denied by the user ({}). Do not retry it; ask the user what they want instead.",
-                            decision.reason
-                        ),
-                    );
+                    return refuse(ToolStatus::Denied, denied(&decision.reason, by));
                 }
             }
         }
@@ -246,6 +243,19 @@ fn request_of(call: &ToolCall, cut_off: bool) -> Result<ToolRequest, (&'static s
         ));
     }
     parsed.map_err(|m| ("the call is malformed", m))
+}
+
+/// What the model reads when an ask was denied, by the user or because no one answered.
+fn denied(reason: &str, by: &str) -> String {
+    if by == "timeout" {
+        format!(
+            "Refused: this call needs approval ({reason}) and no one answered in time (no client was attached to this session). Do not retry it now; say what you wanted to do so the user can allow it."
+        )
+    } else {
+        format!(
+            "Denied by the user ({reason}). Do not retry it; ask the user what they want instead."
+        )
+    }
 }
 
 fn started(call: &ToolCall, verdict: Verdict, reason: &str) -> Event {

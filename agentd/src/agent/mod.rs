@@ -5,6 +5,7 @@ pub mod approval;
 pub mod dispatch;
 mod fitting;
 pub mod interrupt;
+pub mod owner_files;
 pub mod resume;
 pub mod session_tools;
 pub mod spill;

@@ -29,6 +29,37 @@ pub fn todos(records: &[Record]) -> Vec<protocol::session::TodoItem> {
         .unwrap_or_default()
 }
 
+/// What the user allowed always in `records` ("allow always" lasts for the session, resumed
+/// too): each such call rated again by `policy` (as it was when asked) and remembered.
+pub fn always_allowed(
+    records: &[Record],
+    policy: &policy::Policy,
+    ctx: &policy::Context<'_>,
+) -> policy::Approvals {
+    let mut asked: HashMap<u64, &ToolCall> = HashMap::new();
+    let mut approved = policy::Approvals::new();
+    for record in records {
+        match &record.event {
+            Event::ApprovalRequested(r) => {
+                asked.insert(r.approval.0, &r.call);
+            }
+            Event::ApprovalResolved(r)
+                if r.decision == protocol::verdict::ApprovalDecision::AllowAlways =>
+            {
+                let Some(call) = asked.get(&r.approval.0) else {
+                    continue;
+                };
+                if let Ok(request) = super::tools::to_request(&call.name, &call.arguments) {
+                    let decision = policy.check_tool(&request, ctx);
+                    super::approval::remember(&mut approved, call, &decision);
+                }
+            }
+            _ => {}
+        }
+    }
+    approved
+}
+
 /// The conversation of `records`, after `system` (the system prompt of this run), and how
 /// many turns they hold.
 pub fn conversation(system: Message, records: &[Record]) -> (Vec<Message>, u64) {

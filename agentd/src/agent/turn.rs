@@ -77,6 +77,9 @@ pub struct Agent {
     pub(super) reported: Option<(u64, usize)>,
     /// Stops the running turn when triggered.
     pub interrupt: super::interrupt::Interrupt,
+    /// Ends the running turn at its next step boundary when triggered (the daemon shutting down
+    /// lets the step in flight finish); never re-armed.
+    pub stop_after_step: super::interrupt::Interrupt,
 }
 
 impl std::fmt::Debug for Agent {
@@ -123,6 +126,7 @@ impl Agent {
             turns: 0,
             reported: None,
             interrupt: super::interrupt::Interrupt::default(),
+            stop_after_step: super::interrupt::Interrupt::default(),
         }
     }
 
@@ -158,29 +162,17 @@ impl Agent {
             tool_calls: vec![],
         };
         for _step in 0..self.limits.max_steps {
+            if self.stop_after_step.is_set() {
+                let message = "agentd is shutting down: the turn stopped after its last whole step; resume the session to go on".to_owned();
+                return self.finish(out, FinishReason::Interrupted, Some(message));
+            }
             let mut usage = out.usage;
             let fitted = self.fit_context(&mut usage).await;
             out.usage = usage;
             if let Err(message) = fitted {
                 return self.finish(out, FinishReason::Error, Some(message));
             }
-            let mut messages = self.messages.clone();
-            // The reminder goes with this request only; the history does not keep it.
-            if let (Some(text), Some(last)) = (
-                crate::context::todos::reminder(&self.dispatcher.session.todos()),
-                messages.last_mut(),
-            ) && matches!(last.role, Role::User | Role::Tool)
-            {
-                last.content = format!("{}\n\n<reminder>\n{text}</reminder>", last.content);
-            }
-            let mut offered = tools::specs().to_vec();
-            offered.extend(self.dispatcher.session.specs());
-            let request = ModelRequest {
-                model: self.model.clone(),
-                messages,
-                tools: offered,
-                max_tokens: None,
-            };
+            let request = self.request();
             let e = emit.clone();
             let mut on_text = move |t: &str| {
                 e(Event::AssistantTextDelta(AssistantTextDelta {
@@ -222,46 +214,7 @@ impl Agent {
             if response.tool_calls.is_empty() {
                 return self.finish(out, FinishReason::Done, None);
             }
-            // Every call gets its result in the conversation, in call order, whatever happens.
-            let gate = Arc::new(Semaphore::new(self.limits.max_parallel.max(1)));
-            // The output limit ended the message while its last call was being written.
-            let cut = response
-                .hit_output_limit()
-                .then(|| response.tool_calls.len().saturating_sub(1));
-            let runs = response.tool_calls.iter().enumerate().map(|(i, call)| {
-                let (gate, dispatcher, emit) =
-                    (gate.clone(), self.dispatcher.clone(), emit.clone());
-                async move {
-                    let _permit = gate.acquire_owned().await;
-                    dispatcher
-                        .dispatch(call, cut == Some(i), deadline, &emit)
-                        .await
-                }
-            });
-            let (outcomes, stopped) = super::interrupt::run_all(runs, &self.interrupt).await;
-            for (call, outcome) in response.tool_calls.iter().zip(outcomes) {
-                let outcome = outcome.unwrap_or_else(|| {
-                    // Interrupted before it finished: its worker went with its future.
-                    let outcome = super::dispatch::Outcome {
-                        status: ToolStatus::Error,
-                        content: super::interrupt::INTERRUPTED_CALL.into(),
-                        exit_code: None,
-                        truncated: false,
-                    };
-                    emit(Event::ToolCallFinished(protocol::event::ToolCallFinished {
-                        call_id: call.id.clone(),
-                        status: outcome.status,
-                        content: outcome.content.clone(),
-                        exit_code: None,
-                        truncated: false,
-                        duration_ms: 0,
-                    }));
-                    outcome
-                });
-                self.messages
-                    .push(Message::tool_result(call, outcome.content));
-                out.tool_calls.push((call.clone(), outcome.status));
-            }
+            let stopped = self.run_calls(&response, deadline, &mut out).await;
             if stopped {
                 return self.interrupted(out);
             }
@@ -281,6 +234,62 @@ impl Agent {
             FinishReason::MaxSteps,
             Some(format!("stopped after {steps} steps")),
         )
+    }
+
+    /// The next request: the history with the todo reminder on its newest message (this
+    /// request only; the history does not keep it), and the tools on offer.
+    fn request(&self) -> ModelRequest {
+        let mut messages = self.messages.clone();
+        if let (Some(text), Some(last)) = (
+            crate::context::todos::reminder(&self.dispatcher.session.todos()),
+            messages.last_mut(),
+        ) && matches!(last.role, Role::User | Role::Tool)
+        {
+            last.content = format!("{}\n\n<reminder>\n{text}</reminder>", last.content);
+        }
+        let mut offered = tools::specs().to_vec();
+        offered.extend(self.dispatcher.session.specs());
+        ModelRequest {
+            model: self.model.clone(),
+            messages,
+            tools: offered,
+            max_tokens: None,
+        }
+    }
+
+    /// Runs the calls of `response` concurrently (at most `max_parallel` at once) and appends
+    /// their results in call order; every call gets one, whatever happens. Returns whether the
+    /// turn was interrupted meanwhile (the calls still running were dropped, their workers
+    /// killed, and answered as interrupted).
+    async fn run_calls(
+        &mut self,
+        response: &crate::providers::model::ModelResponse,
+        deadline: Option<Instant>,
+        out: &mut TurnOutcome,
+    ) -> bool {
+        let emit = self.emit.clone();
+        let gate = Arc::new(Semaphore::new(self.limits.max_parallel.max(1)));
+        // The output limit ended the message while its last call was being written.
+        let cut = response
+            .hit_output_limit()
+            .then(|| response.tool_calls.len().saturating_sub(1));
+        let runs = response.tool_calls.iter().enumerate().map(|(i, call)| {
+            let (gate, dispatcher, emit) = (gate.clone(), self.dispatcher.clone(), emit.clone());
+            async move {
+                let _permit = gate.acquire_owned().await;
+                dispatcher
+                    .dispatch(call, cut == Some(i), deadline, &emit)
+                    .await
+            }
+        });
+        let (outcomes, stopped) = super::interrupt::run_all(runs, &self.interrupt).await;
+        for (call, outcome) in response.tool_calls.iter().zip(outcomes) {
+            let outcome = outcome.unwrap_or_else(|| interrupted_call(call, &emit));
+            self.messages
+                .push(Message::tool_result(call, outcome.content));
+            out.tool_calls.push((call.clone(), outcome.status));
+        }
+        stopped
     }
 
     /// Ends the turn because it was interrupted; the switch is armed again for the next turn.
@@ -314,4 +323,24 @@ impl Agent {
         }));
         out
     }
+}
+
+/// The result of a call the interrupt stopped before it finished (its worker went with its
+/// future), with its `tool_call_finished` event.
+fn interrupted_call(call: &ToolCall, emit: &super::dispatch::Emit) -> super::dispatch::Outcome {
+    let outcome = super::dispatch::Outcome {
+        status: ToolStatus::Error,
+        content: super::interrupt::INTERRUPTED_CALL.into(),
+        exit_code: None,
+        truncated: false,
+    };
+    emit(Event::ToolCallFinished(protocol::event::ToolCallFinished {
+        call_id: call.id.clone(),
+        status: outcome.status,
+        content: outcome.content.clone(),
+        exit_code: None,
+        truncated: false,
+        duration_ms: 0,
+    }));
+    outcome
 }

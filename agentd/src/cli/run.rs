@@ -1,21 +1,22 @@
-//! `agent run`: one task, headless, with an in-process supervisor (no daemon needed).
+//! `agent run`: one task, headless, with an in-process supervisor (no daemon needed): a session
+//! on the engine, driven through its handle, its events rendered as they come.
 
-use crate::agent::dispatch::{Dispatcher, Emit};
-use crate::agent::turn::{Agent, Limits};
+use super::run_session::Reopened;
+use crate::agent::approval::Approver;
+use crate::agent::turn::{Limits, TurnOutcome};
+use crate::engine::Stopping;
+use crate::engine::build::{self, Base, Plan};
+use crate::engine::journal::Journal;
 use crate::inert::{self, inert};
-use crate::providers::Provider;
-use crate::settings::{self, Overrides};
-use crate::worker;
-use crate::worker::tmp::{Owner, PrivateDir};
+use crate::settings::Overrides;
 use anyhow::{Context as _, Result};
 use protocol::event::{Event, EventEnvelope};
-use protocol::ids::{Seq, SessionId};
+use protocol::ids::SessionId;
 use protocol::session::FinishReason;
 use protocol::verdict::ApprovalMode;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Arguments of `agent run`.
@@ -91,54 +92,19 @@ pub fn run(args: RunArgs) -> Result<i32> {
         Some(id) => Some(super::run_session::reopen(store.as_ref(), id)?),
         None => None,
     };
-    let workspace = match (&args.workspace, &resumed) {
-        (None, Some(r)) => r.workspace.clone(),
-        (Some(w), _) => w.clone(),
-        (None, None) => {
-            std::env::current_dir().context("cannot determine the current directory")?
-        }
-    };
-    let workspace = workspace
-        .canonicalize()
-        .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
-    if let Some(r) = &resumed
-        && r.workspace != workspace
-    {
-        anyhow::bail!(
-            "session {} works in {}, not {}: resume it there (or leave out --workspace)",
-            r.id.as_str(),
-            r.workspace.display(),
-            workspace.display()
-        );
-    }
+    let workspace = workspace(&args, resumed.as_ref())?;
+    let config_path = args
+        .config
+        .clone()
+        .or_else(super::policy_check::default_config_path);
+    let base = Base::load(config_path.as_deref())?;
     let overrides = Overrides {
         provider: args.provider.clone(),
         base_url: None,
         model: args.model.clone(),
     };
-    let config_path = args
-        .config
-        .clone()
-        .or_else(super::policy_check::default_config_path);
-    let (config, config_text, policy) = match &config_path {
-        Some(path) => {
-            let (config, text) = crate::config::load(path)?;
-            let policy = policy::Policy::from_config(&text, &path.display().to_string())?;
-            (config, text, policy)
-        }
-        None => (
-            crate::config::ConfigFile::default(),
-            String::new(),
-            policy::Policy::builtin()?,
-        ),
-    };
-    let settings = settings::resolve_layered(
-        config.provider.as_ref(),
-        settings::default_env_file().as_deref(),
-        &overrides,
-    )?;
-    let mut provider = Provider::from_settings(&settings)?;
-    provider.configure(config.provider.as_ref());
+    let settings = base.settings(&overrides)?;
+    let provider = base.provider(&settings)?;
     let mode = if args.dangerously_skip_permissions {
         ApprovalMode::SkipPermissions
     } else {
@@ -148,144 +114,151 @@ pub fn run(args: RunArgs) -> Result<i32> {
             _ => ApprovalMode::OnRisk,
         }
     };
-    let asks = matches!(mode, ApprovalMode::OnRisk | ApprovalMode::Always);
-    let approver = if asks
-        && std::io::stdin().is_terminal()
-        && std::fs::File::open("/dev/tty").is_ok()
-    {
-        crate::agent::approval::Approver::terminal()
-    } else {
-        if asks {
-            eprintln!(
-                "agent: there is no terminal to ask: calls that need approval are refused (use --approval never to say so, or a config that allows them)"
-            );
-        }
-        crate::agent::approval::Approver::Nobody
+    let plan = Plan {
+        workspace: workspace.clone(),
+        provider,
+        model: settings.model.clone(),
+        mode,
+        approver: approver(mode),
+        limits: Limits {
+            max_steps: args.max_steps,
+            timeout: args
+                .timeout
+                .filter(|t| *t > 0.0)
+                .map(Duration::from_secs_f64),
+            token_budget: args.token_budget,
+            max_parallel: args.max_parallel as usize,
+            window: base.window(args.context_window),
+        },
+        ready_workers: args.ready_workers as usize,
+        home: std::env::var_os("HOME").map(PathBuf::from),
+        run_as: None,
+        tmp_parent: std::env::temp_dir(),
     };
-    let worker_bin = worker::locate_worker().context(
-        "cannot find the tool-worker binary beside agent; set AGENTD_TOOL_WORKER to its path",
-    )?;
-    // The session's temp root; each call gets a private dir inside it (see worker::tmp).
-    let tmp = PrivateDir::create(&std::env::temp_dir(), "agentd-run-", Owner::current())
-        .context("cannot create the session's temp dir")?;
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut sandbox =
-        worker::default_sandbox(workspace.clone(), tmp.path().to_owned(), home.as_deref());
-    sandbox.network = policy.network() == protocol::verdict::Verdict::Allow;
-    if let (Some(section), Some(path)) = (&config.sandbox, &config_path) {
-        section.apply(&mut sandbox, &config_text, &path.display().to_string())?;
-    }
-    let (log, resumed) = match resumed {
+    let prepared = build::prepare(&base, plan)?;
+    let (log, records) = match resumed {
         Some(r) => (Some(r.log), Some(r.records)),
         None => (
             super::run_session::create(store.as_ref(), &workspace, &settings.model)?,
             None,
         ),
     };
-    // Big outputs are kept whole and spilled to the session's folder, which every call may read.
-    let spill = match &log {
-        Some(log) => Some(
-            log.lock()
-                .map_err(|_| anyhow::anyhow!("the session log's lock is poisoned"))?
-                .spill_dir()?,
-        ),
-        None => None,
-    };
-    if let Some(dir) = &spill {
-        sandbox.read_paths.push(dir.clone());
-        sandbox.limits.output_cap_bytes = crate::agent::spill::SPILL_CAP;
-    }
-    let dispatcher = Arc::new(Dispatcher {
-        policy: Arc::new(policy),
-        mode,
-        workers: worker::WorkerPool::new(worker_bin, sandbox, args.ready_workers as usize),
-        home,
-        approver,
-        approvals: AtomicU64::new(0),
-        session: Default::default(),
-    });
-    if let Some(dir) = spill {
-        dispatcher.session.set_spill_dir(dir);
-    }
-    let session = log
-        .as_ref()
-        .and_then(|l| l.lock().ok().map(|l| l.id().clone()))
-        .unwrap_or_else(session_id);
-    let format = args.output_format.clone();
-    let seq = Arc::new(AtomicU64::new(0));
-    let out = Arc::new(Mutex::new(std::io::stdout()));
-    let emit: Emit = {
-        let (session, format, out, log) =
-            (session.clone(), format.clone(), out.clone(), log.clone());
-        Arc::new(move |event: Event| {
-            // The store numbers and keeps the event before anyone is shown it.
-            let n = match &log {
-                Some(log) => super::run_session::persist(log, &event),
-                None => seq.fetch_add(1, Ordering::Relaxed) + 1,
-            };
-            match format.as_str() {
-                "stream-json" => {
-                    let envelope = EventEnvelope {
-                        session: session.clone(),
-                        seq: Seq(n),
-                        event,
-                    };
-                    if let (Ok(line), Ok(mut out)) = (serde_json::to_string(&envelope), out.lock())
-                    {
-                        let _ = writeln!(out, "{}", inert::json(&line));
-                        let _ = out.flush();
-                    }
-                }
-                "text" => describe(&event),
-                _ => {}
-            }
-        })
-    };
-    let limits = Limits {
-        max_steps: args.max_steps,
-        timeout: args
-            .timeout
-            .filter(|t| *t > 0.0)
-            .map(Duration::from_secs_f64),
-        token_budget: args.token_budget,
-        max_parallel: args.max_parallel as usize,
-        window: crate::context::fit::Window::new(
-            args.context_window
-                .or(config.provider.as_ref().and_then(|p| p.context_window))
-                .unwrap_or(crate::agent::DEFAULT_WINDOW),
-        ),
-    };
+    let session = log.as_ref().map_or_else(session_id, |l| l.id().clone());
+    let journal = Arc::new(Journal::new(session.clone(), log));
+    let built = build::build(&base, prepared, &journal, records.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let mut agent = Agent::new(provider, settings.model.clone(), dispatcher, limits, emit);
-    if let (Some(records), Some(system)) = (resumed, agent.system_message().cloned()) {
-        let (messages, turns) = crate::agent::resume::conversation(system, &records);
-        agent.resume_from(messages, turns);
-        agent
-            .dispatcher
-            .session
-            .restore_todos(crate::agent::resume::todos(&records));
+    let format = args.output_format.as_str();
+    let outcome = runtime.block_on(drive(built, journal, &args.prompt, format))?;
+    report(&outcome, format, &session);
+    Ok(if outcome.reason == FinishReason::Done {
+        0
+    } else {
+        1
+    })
+}
+
+/// The workspace: `--workspace`, else the resumed session's, else the current directory;
+/// canonical, and the resumed session's own.
+fn workspace(args: &RunArgs, resumed: Option<&Reopened>) -> Result<PathBuf> {
+    let workspace = match (&args.workspace, resumed) {
+        (None, Some(r)) => r.workspace.clone(),
+        (Some(w), _) => w.clone(),
+        (None, None) => {
+            std::env::current_dir().context("cannot determine the current directory")?
+        }
+    };
+    let workspace = workspace
+        .canonicalize()
+        .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
+    if let Some(r) = resumed
+        && r.workspace != workspace
+    {
+        anyhow::bail!(
+            "session {} works in {}, not {}: resume it there (or leave out --workspace)",
+            r.id.as_str(),
+            r.workspace.display(),
+            workspace.display()
+        );
     }
-    let outcome = runtime.block_on(async {
-        // Workers lock down while the model thinks about its first answer.
-        agent.dispatcher.workers.warm_up();
-        // Ctrl-C (SIGINT) stops the turn: running calls are killed and answered as interrupted,
-        // the history stays well formed, and the outcome is printed as usual.
-        let interrupt = agent.interrupt.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupt.trigger();
-            }
-        });
-        agent.run_turn(&args.prompt).await
+    Ok(workspace)
+}
+
+/// The terminal when there is one to ask on and the mode asks; else no one (and a warning).
+fn approver(mode: ApprovalMode) -> Approver {
+    let asks = matches!(mode, ApprovalMode::OnRisk | ApprovalMode::Always);
+    if asks && std::io::stdin().is_terminal() && std::fs::File::open("/dev/tty").is_ok() {
+        return Approver::terminal();
+    }
+    if asks {
+        eprintln!(
+            "agent: there is no terminal to ask: calls that need approval are refused (use --approval never to say so, or a config that allows them)"
+        );
+    }
+    Approver::Nobody
+}
+
+/// Starts the session on the engine, runs the one turn and shows its events as they come;
+/// returns once the session has stopped (its workers gone, its log closed).
+async fn drive(
+    built: build::Built,
+    journal: Arc<Journal>,
+    prompt: &str,
+    format: &str,
+) -> Result<TurnOutcome> {
+    let handle = crate::engine::start(built, journal, None, Stopping::default());
+    let mut events = handle.subscribe(None)?;
+    // Ctrl-C (SIGINT) stops the turn: running calls are killed and answered as interrupted,
+    // the history stays well formed, and the outcome is printed as usual.
+    let interrupter = handle.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = interrupter.interrupt().await;
+        }
     });
-    // The pool's waiting worker is killed, reaped and its cgroup removed before its temp dir goes.
-    drop(agent);
-    drop(tmp);
-    match format.as_str() {
+    let turn = handle.run_turn(prompt);
+    tokio::pin!(turn);
+    let mut ended = false;
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut turn => break outcome,
+            Some(envelope) = events.next() => ended |= show(&envelope, format),
+        }
+    };
+    // The turn's last events are already queued: show them up to its end.
+    while outcome.is_ok() && !ended {
+        let Some(envelope) = events.next().await else {
+            break;
+        };
+        ended = show(&envelope, format);
+    }
+    handle.stop().await;
+    Ok(outcome?)
+}
+
+/// One event, as `--output-format` says: a JSON line (stream-json), tool activity on stderr
+/// (text), nothing (json). Returns whether it ended the turn.
+fn show(envelope: &EventEnvelope, format: &str) -> bool {
+    match format {
+        "stream-json" => {
+            if let Ok(line) = serde_json::to_string(envelope) {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", inert::json(&line));
+                let _ = out.flush();
+            }
+        }
+        "text" => describe(&envelope.event),
+        _ => {}
+    }
+    matches!(envelope.event, Event::TurnFinished(_))
+}
+
+/// The turn's outcome, as `--output-format` says.
+fn report(outcome: &TurnOutcome, format: &str, session: &SessionId) {
+    match format {
         "json" => {
             let calls: Vec<serde_json::Value> = outcome
                 .tool_calls
@@ -311,11 +284,6 @@ pub fn run(args: RunArgs) -> Result<i32> {
         }
         _ => {}
     }
-    Ok(if outcome.reason == FinishReason::Done {
-        0
-    } else {
-        1
-    })
 }
 
 /// Tool activity on stderr, for `--output-format text`. The model's and the tools' words are

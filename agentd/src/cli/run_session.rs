@@ -1,13 +1,11 @@
-//! The session `agent run` keeps on disk: created in the store, or reopened with `--resume`,
-//! every event appended before it is shown, synced at each step's end.
+//! The session `agent run` keeps on disk: created in the store, or reopened with `--resume`.
+//! (Its events are appended, numbered and synced by the engine's journal.)
 
 use crate::store::log::{Record, SessionLog};
 use crate::store::{Store, StoreError};
 use anyhow::{Context as _, Result};
-use protocol::event::Event;
 use protocol::ids::SessionId;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 /// A session reopened to go on with.
 #[derive(Debug)]
@@ -17,7 +15,7 @@ pub struct Reopened {
     /// Where it works.
     pub workspace: PathBuf,
     /// Its log, locked against other writers.
-    pub log: Arc<Mutex<SessionLog>>,
+    pub log: SessionLog,
     /// Its events so far.
     pub records: Vec<Record>,
 }
@@ -46,7 +44,7 @@ pub fn reopen(store: Option<&Store>, id: &str) -> Result<Reopened> {
     Ok(Reopened {
         id,
         workspace: loaded.header.workspace,
-        log: Arc::new(Mutex::new(log)),
+        log,
         records: loaded.records,
     })
 }
@@ -56,38 +54,11 @@ pub fn create(
     store: Option<&Store>,
     workspace: &Path,
     model: &str,
-) -> Result<Option<Arc<Mutex<SessionLog>>>, StoreError> {
+) -> Result<Option<SessionLog>, StoreError> {
     let Some(store) = store else {
         return Ok(None);
     };
     let uid = nix::unistd::geteuid().as_raw();
     let (log, _) = SessionLog::create(store, workspace, model, uid)?;
-    Ok(Some(Arc::new(Mutex::new(log))))
-}
-
-/// Appends `event` to the log and returns its sequence number; at the end of a step (the
-/// model's message, a tool's result, a compaction, the turn's end) the log is synced. A log
-/// that cannot be written is reported once per event and the session goes on unrecorded.
-pub fn persist(log: &Mutex<SessionLog>, event: &Event) -> u64 {
-    let Ok(mut log) = log.lock() else {
-        return 0;
-    };
-    let seq = match log.append(event) {
-        Ok(seq) => seq.0,
-        Err(e) => {
-            tracing::error!("the session is not being recorded: {e}");
-            return log.last_seq().0;
-        }
-    };
-    let step_end = matches!(
-        event,
-        Event::AssistantMessage(_)
-            | Event::ToolCallFinished(_)
-            | Event::ContextCompacted(_)
-            | Event::TurnFinished(_)
-    );
-    if step_end && let Err(e) = log.sync() {
-        tracing::error!("the session log could not be synced: {e}");
-    }
-    seq
+    Ok(Some(log))
 }

@@ -1,5 +1,8 @@
-//! `agentd serve`: the daemon's control socket.
+//! `agentd serve`: the daemon's control socket and its sessions, until SIGINT or SIGTERM.
 
+use crate::engine::build::Base;
+use crate::engine::{Shutdown, Stopping};
+use crate::server::factory::Factory;
 use crate::server::{self, Server, listen, notify, sessions::Sessions};
 use crate::store::Store;
 use anyhow::Context as _;
@@ -13,8 +16,10 @@ pub struct ServeArgs {
     /// $XDG_RUNTIME_DIR/agentd/agentd.sock; ignored under socket activation].
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
-    /// A config file; its [server] section sets the limits (max_connections, max_frame_bytes,
-    /// handshake_timeout_ms, outgoing_queue, max_sessions_per_uid, admin_group).
+    /// A config file [default: $XDG_CONFIG_HOME/agentd/config.toml, else
+    /// /etc/agentd/config.toml]: [provider], [policy] and [sandbox] for its sessions; [server]
+    /// for the limits (max_connections, max_frame_bytes, handshake_timeout_ms, outgoing_queue,
+    /// max_sessions_per_uid, admin_group, approval_wait_ms, shutdown_grace_ms).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Where sessions are kept [default: /var/lib/agentd as root, else $XDG_STATE_HOME/agentd].
@@ -22,7 +27,8 @@ pub struct ServeArgs {
     pub state_dir: Option<PathBuf>,
 }
 
-/// Runs the server until SIGINT or SIGTERM.
+/// Runs the server until SIGINT or SIGTERM; then lets running steps finish within the grace
+/// period, saves every session, tells the clients, kills the workers, and returns 0.
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     // Before any thread exists: the activation variables are read and removed here.
     let activated = listen::activated();
@@ -31,10 +37,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         (Some(_), Some(_)) => None,
         _ => Some(listen::defaults().map_err(anyhow::Error::msg)?),
     };
-    let section = match &args.config {
-        Some(path) => crate::config::load(path)?.0.server.unwrap_or_default(),
-        None => crate::config::ServerSection::default(),
-    };
+    let config_path = args
+        .config
+        .clone()
+        .or_else(super::policy_check::default_config_path);
+    let base = Base::load(config_path.as_deref())?;
+    let section = base.config.server.clone().unwrap_or_default();
     let admin_gid = match &section.admin_group {
         Some(name) => Some(
             nix::unistd::Group::from_name(name)
@@ -51,25 +59,33 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         .or_else(|| defaults.as_ref().map(|d| d.state_dir.clone()))
         .context("no state directory")?;
     let store = Store::open(&state_dir)?;
-    let (listener, shown) = match activated {
-        Some(l) => (l, "the socket systemd passed".to_owned()),
+    let (listener, shown, bound) = match activated {
+        Some(l) => (l, "the socket systemd passed".to_owned(), None),
         None => {
             let path = args
                 .socket
                 .or_else(|| defaults.as_ref().map(|d| d.socket.clone()))
                 .context("no socket path")?;
             let system = nix::unistd::geteuid().is_root();
-            (
-                listen::bind(&path, system).map_err(anyhow::Error::msg)?,
-                path.display().to_string(),
-            )
+            let listener = listen::bind(&path, system).map_err(anyhow::Error::msg)?;
+            (listener, path.display().to_string(), Some(path))
         }
     };
     listener.set_nonblocking(true)?;
-    let server = Arc::new(Server::new(
-        section.limits(),
-        Sessions::new(store, admin_gid),
-    ));
+    let limits = section.limits();
+    // The one token: the accept loop, every connection, every session and so its workers.
+    let shutdown = Shutdown::new();
+    let factory = Factory {
+        base,
+        approval_wait: limits.approval_wait,
+        stopping: Stopping {
+            shutdown: shutdown.clone(),
+            grace: limits.shutdown_grace,
+        },
+        ready_workers: 1,
+    };
+    let sessions = Sessions::new(store, admin_gid, factory, limits.max_sessions_per_uid);
+    let server = Arc::new(Server::new(limits, sessions, shutdown.clone()));
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let listener = tokio::net::UnixListener::from_std(listener)?;
@@ -79,10 +95,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         let status = format!("listening on {shown}; sessions in {}", state_dir.display());
         eprintln!("agentd: {status}");
         let _watchdog = systemd.ready(&status);
-        server::serve(listener, server, stop).await;
-        systemd.stopping();
+        let told = Arc::clone(&systemd);
+        tokio::spawn(async move {
+            stop.await;
+            eprintln!("agentd: stopping: running steps may finish, then every session is saved");
+            told.stopping();
+            shutdown.trigger();
+        });
+        server::serve(listener, server).await;
         anyhow::Ok(())
     })?;
+    if let Some(path) = bound {
+        let _ = std::fs::remove_file(path);
+    }
+    eprintln!("agentd: stopped");
     Ok(0)
 }
 

@@ -1,15 +1,18 @@
 //! One client, from hello to close. Reading and writing are separate tasks joined by a bounded
-//! queue: responses and events are queued without waiting, and a client that stops reading is
-//! dropped when its queue is full instead of stalling whoever produces for it.
+//! queue: responses are queued without waiting, events wait a little for room, and a client that
+//! stops reading is dropped when its queue stays full instead of stalling whoever produces for it.
 
 use super::Server;
+use super::attach::Attachments;
 use protocol::Encoding;
-use protocol::control::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
+use protocol::control::{ClientMessage, ErrorCode, ErrorFrame, Response, ServerMessage};
 use protocol::frame::{FrameDecoder, FrameError};
 use protocol::handshake::PeerIdentity;
 use protocol::io::{FrameReader, IoError, server_handshake, write_message};
+use std::sync::Arc;
 use tokio::net::UnixStream;
-use tokio::sync::mpsc;
+use tokio::net::unix::OwnedReadHalf;
+use tokio::sync::{Notify, mpsc};
 
 /// Who is at the other end, as the kernel says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +89,7 @@ pub async fn run(stream: UnixStream, server: &Server) {
         }
     };
     let mut write_half = None;
-    let mut reader = reader.map_inner(|stream| {
+    let reader = reader.map_inner(|stream| {
         let (read_half, w) = stream.into_split();
         write_half = Some(w);
         read_half
@@ -105,26 +108,67 @@ pub async fn run(stream: UnixStream, server: &Server) {
             }
         }
     });
+    match requests(server, peer, reader, encoding, out).await {
+        Ok(()) => {
+            let _ = writer.await;
+        }
+        Err(FellBehind) => {
+            tracing::info!("client uid {} fell behind; dropped", peer.uid);
+            writer.abort();
+        }
+    }
+}
+
+/// A client that let its outgoing queue fill up.
+struct FellBehind;
+
+/// Answers `peer`'s requests, and forwards the events of the sessions it attaches to, until it
+/// leaves, breaks the protocol, falls behind, or the daemon says goodbye.
+async fn requests(
+    server: &Server,
+    peer: Peer,
+    mut reader: FrameReader<OwnedReadHalf>,
+    encoding: Encoding,
+    out: mpsc::Sender<ServerMessage>,
+) -> Result<(), FellBehind> {
+    let dropped = Arc::new(Notify::new());
+    let mut attachments = Attachments::new(out.clone(), Arc::clone(&dropped));
     loop {
-        let message = match reader.read_message::<ClientMessage>(encoding).await {
+        let read = tokio::select! {
+            read = reader.read_message::<ClientMessage>(encoding) => read,
+            () = dropped.notified() => return Err(FellBehind),
+            () = server.goodbye.wait() => {
+                // The sessions have stopped: their last events go out before the goodbye.
+                attachments.finish(super::attach::EVENT_STALL).await;
+                let frame = ErrorFrame::new(
+                    ErrorCode::ShuttingDown,
+                    "agentd is shutting down; every session is saved: resume it once agentd is back",
+                );
+                let _ = out.try_send(ServerMessage::Error(frame));
+                return Ok(());
+            }
+        };
+        let message = match read {
             Ok(message) => message,
-            Err(IoError::Closed) => break,
+            Err(IoError::Closed) => return Ok(()),
             Err(e) => {
                 if let Some(frame) = frame_error(&e) {
                     let _ = out.try_send(ServerMessage::Error(frame));
                 }
-                break;
+                return Ok(());
             }
         };
-        let response = server.sessions.handle(peer, message, server).await;
-        if out.try_send(ServerMessage::Response(response)).is_err() {
-            tracing::info!("client uid {} fell behind; dropped", peer.uid);
-            writer.abort();
-            return;
+        let answer = super::requests::handle(server, peer, message.request, &mut attachments).await;
+        let response = Response {
+            id: message.id,
+            body: answer.body,
+        };
+        out.try_send(ServerMessage::Response(response))
+            .map_err(|_| FellBehind)?;
+        if let Some((session, events)) = answer.then {
+            attachments.start(session, events);
         }
     }
-    drop(out);
-    let _ = writer.await;
 }
 
 /// The error frame for what broke the connection, if the peer can still be told.

@@ -5,17 +5,28 @@
 //!
 //! * [`listen`]: where the socket is, its permissions, socket activation;
 //! * [`connection`]: one client: handshake deadline, frames, the bounded outgoing queue;
-//! * [`sessions`]: the requests about sessions, for the peer that asked.
+//! * [`requests`]: each request, answered for the peer that asked;
+//! * [`sessions`]: the daemon's sessions (loaded on the engine, kept in the store) and who may
+//!   see and drive them; [`factory`]: how a daemon session is built;
+//! * [`attach`]: a connection's attachments, forwarding each session's events to it.
+//!
+//! Shutdown (SIGTERM) is one [`Shutdown`] value: the accept loop stops, the sessions let their
+//! running steps finish within the grace period and close their logs and pools, then every
+//! connection is told (`shutting_down`) and closed.
 //!
 //! Why tokio's `UnixListener` and not `interprocess`: the daemon is Linux-only and needs what
 //! only a Unix socket has — `SO_PEERCRED`, a descriptor passed by systemd, file permissions on the
 //! socket — which tokio gives directly; a portability layer over named pipes would add nothing.
 
+pub mod attach;
 pub mod connection;
+pub mod factory;
 pub mod listen;
 pub mod notify;
+pub mod requests;
 pub mod sessions;
 
+use crate::engine::Shutdown;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::UnixListener;
@@ -35,6 +46,10 @@ pub struct Limits {
     pub outgoing_queue: usize,
     /// Sessions one uid may have.
     pub max_sessions_per_uid: usize,
+    /// How long a session's ask waits while no client is attached before it is denied.
+    pub approval_wait: Duration,
+    /// How long running turns may go on after SIGTERM before they are interrupted.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for Limits {
@@ -45,6 +60,8 @@ impl Default for Limits {
             handshake_timeout: Duration::from_secs(5),
             outgoing_queue: 1024,
             max_sessions_per_uid: 32,
+            approval_wait: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }
@@ -56,16 +73,23 @@ pub struct Server {
     pub limits: Limits,
     /// The sessions.
     pub sessions: sessions::Sessions,
+    /// Triggered on SIGTERM: stop accepting, no new turns, sessions wind down.
+    pub shutdown: Shutdown,
+    /// Triggered once the sessions have stopped: connections say so and close.
+    goodbye: Shutdown,
     started: Instant,
     slots: Arc<Semaphore>,
 }
 
 impl Server {
-    /// A server with these limits over these sessions.
-    pub fn new(limits: Limits, sessions: sessions::Sessions) -> Self {
+    /// A server with these limits over these sessions, stopped by `shutdown` (the sessions'
+    /// own token, so that one trigger reaches everything).
+    pub fn new(limits: Limits, sessions: sessions::Sessions, shutdown: Shutdown) -> Self {
         Self {
             limits,
             sessions,
+            shutdown,
+            goodbye: Shutdown::new(),
             started: Instant::now(),
             slots: Arc::new(Semaphore::new(limits.max_connections)),
         }
@@ -77,16 +101,13 @@ impl Server {
     }
 }
 
-/// Accepts clients until `shutdown` resolves; each runs in a task of its own.
-pub async fn serve(
-    listener: UnixListener,
-    server: Arc<Server>,
-    shutdown: impl std::future::Future<Output = ()>,
-) {
-    tokio::pin!(shutdown);
+/// Accepts clients until the server's shutdown is triggered; each runs in a task of its own.
+/// Then winds down: the sessions stop (running steps finish within the grace period, logs are
+/// synced and closed, workers killed), every client is told and closed, and it returns.
+pub async fn serve(listener: UnixListener, server: Arc<Server>) {
     loop {
         let accepted = tokio::select! {
-            () = &mut shutdown => return,
+            () = server.shutdown.wait() => break,
             accepted = listener.accept() => accepted,
         };
         let stream = match accepted {
@@ -106,5 +127,17 @@ pub async fn serve(
                 Err(_) => connection::refuse(stream, &server).await,
             }
         });
+    }
+    drop(listener);
+    server.sessions.stop_all().await;
+    server.goodbye.trigger();
+    // Every connection holds a slot until it has said goodbye and closed.
+    let all = u32::try_from(server.limits.max_connections).unwrap_or(u32::MAX);
+    let closed = server.slots.acquire_many(all);
+    if tokio::time::timeout(Duration::from_secs(5), closed)
+        .await
+        .is_err()
+    {
+        tracing::warn!("some clients were still connected at exit");
     }
 }

@@ -1,120 +1,341 @@
-//! The requests, answered for the peer that asked: a uid sees and drives only its own sessions;
-//! root, or a member of the configured admin group, may list everyone's. A session that exists
-//! but is not yours is "not found", so its id tells you nothing.
-//!
-//! Sessions are listed and deleted from the store. Creating, attaching to and driving sessions
-//! needs the session engine in the daemon, which is not built yet: those requests are answered
-//! with an error that says so.
+//! The daemon's sessions: those loaded (each a task on the engine, by id) over those kept in the
+//! store. A uid sees and drives only its own sessions; root, or a member of the configured admin
+//! group, may list (and delete) everyone's. A session that exists but is not yours is "not
+//! found", so its id tells you nothing.
 
-use super::Server;
 use super::connection::Peer;
-use crate::store::Store;
-use crate::store::list::Summary;
-use protocol::control::*;
+use super::factory::{Factory, Owner, StartError};
+use crate::engine::{SessionHandle, Shutdown};
+use crate::store::log::{Header, Options, SessionLog};
+use crate::store::{Store, StoreError};
+use protocol::control::{CreateSession, ErrorCode, ErrorFrame};
 use protocol::ids::SessionId;
 use protocol::session::{SessionInfo, SessionState};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
 
-/// The daemon's sessions, and who may see them.
-#[derive(Debug)]
-pub struct Sessions {
-    store: Store,
-    admin_gid: Option<u32>,
+/// A request that failed: the code and message its client gets.
+pub type Refusal = ErrorFrame;
+
+fn refuse(code: ErrorCode, message: impl Into<String>) -> Refusal {
+    ErrorFrame::new(code, message)
 }
 
-fn error(code: ErrorCode, message: impl Into<String>) -> ResponseBody {
-    ResponseBody::Error(ErrorFrame::new(code, message))
+fn not_found(id: &SessionId) -> Refusal {
+    refuse(ErrorCode::NotFound, format!("no session {id}"))
+}
+
+/// A session loaded in the daemon.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// Its handle.
+    pub handle: SessionHandle,
+    /// Its header: owner, workspace, model.
+    pub header: Header,
+}
+
+/// The daemon's sessions, and who may see and drive them.
+#[derive(Debug)]
+pub struct Sessions {
+    /// Where sessions are kept.
+    store: Store,
+    /// The group whose members may list (and delete) everyone's sessions.
+    admin_gid: Option<u32>,
+    /// How a session is built.
+    factory: Factory,
+    /// Sessions one uid may keep in the store.
+    max_per_uid: usize,
+    /// Loaded sessions by id. Never held across an await.
+    loaded: Mutex<HashMap<SessionId, Loaded>>,
+    /// Held from counting a uid's sessions to making the new one, so two clients creating at
+    /// once cannot both pass the limit.
+    creating: Mutex<()>,
+    /// Triggered when the daemon stops: no session is created or resumed after it.
+    shutdown: Shutdown,
 }
 
 impl Sessions {
-    /// The sessions of `store`; members of `admin_gid` (by their primary group, as
-    /// `SO_PEERCRED` reports it) may list every user's.
-    pub fn new(store: Store, admin_gid: Option<u32>) -> Self {
-        Self { store, admin_gid }
-    }
-
-    /// Answers one request from `peer`.
-    pub async fn handle(&self, peer: Peer, message: ClientMessage, server: &Server) -> Response {
-        let body = match message.request {
-            Request::Status => ResponseBody::Status(StatusInfo {
-                version: env!("CARGO_PKG_VERSION").into(),
-                protocol: protocol::PROTOCOL_VERSION,
-                uptime_ms: server.uptime_ms(),
-                sessions: 0,
-                landlock_abi: tool_worker::lockdown::landlock::kernel_abi(),
-                containment: crate::worker::cgroup::Layout::detect().describe().into(),
-            }),
-            Request::ListSessions(l) => self.list(peer, l.all_users),
-            Request::DeleteSession(d) => self.delete(peer, &d.session),
-            Request::CreateSession(_)
-            | Request::AttachSession(_)
-            | Request::DetachSession(_)
-            | Request::ResumeSession(_)
-            | Request::SendMessage(_)
-            | Request::Interrupt(_)
-            | Request::ApprovalReply(_) => error(
-                ErrorCode::BadRequest,
-                "this agentd does not run sessions yet: run them with `agent run`; the daemon lists and deletes them",
-            ),
-        };
-        Response {
-            id: message.id,
-            body,
+    /// The sessions of `store`, made by `factory`; members of `admin_gid` (by their primary
+    /// group, as `SO_PEERCRED` reports it) may list every user's.
+    pub fn new(store: Store, admin_gid: Option<u32>, factory: Factory, max_per_uid: usize) -> Self {
+        let shutdown = factory.stopping.shutdown.clone();
+        Self {
+            store,
+            admin_gid,
+            factory,
+            max_per_uid,
+            loaded: Mutex::new(HashMap::new()),
+            creating: Mutex::new(()),
+            shutdown,
         }
     }
 
-    fn is_admin(&self, peer: Peer) -> bool {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Loaded>> {
+        // A panic while holding the lock leaves a consistent map behind: go on.
+        self.loaded.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `peer` may see everyone's sessions.
+    pub fn is_admin(&self, peer: Peer) -> bool {
         peer.uid == 0 || self.admin_gid.is_some_and(|g| g == peer.gid)
     }
 
-    fn list(&self, peer: Peer, all_users: bool) -> ResponseBody {
+    /// Sessions loaded now.
+    pub fn loaded_count(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn closing(&self) -> Result<(), Refusal> {
+        if self.shutdown.is_triggered() {
+            return Err(refuse(
+                ErrorCode::ShuttingDown,
+                "agentd is shutting down: connect again once it is back",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Loaded session `id` of `peer`. A stopped one of theirs is a conflict that says to
+    /// resume it; anyone else's, or none, is not found.
+    pub fn get(&self, peer: Peer, id: &SessionId) -> Result<Loaded, Refusal> {
+        if let Some(l) = self.lock().get(id).filter(|l| !l.handle.is_stopped()) {
+            return if l.header.owner_uid == peer.uid {
+                Ok(l.clone())
+            } else {
+                Err(not_found(id))
+            };
+        }
+        match self.store.header(id) {
+            Ok(h) if h.owner_uid == peer.uid => Err(refuse(
+                ErrorCode::Conflict,
+                format!("session {id} is stopped: resume it first (resume_session)"),
+            )),
+            _ => Err(not_found(id)),
+        }
+    }
+
+    /// A new session for `peer`.
+    pub fn create(&self, peer: Peer, c: CreateSession) -> Result<SessionInfo, Refusal> {
+        self.closing()?;
+        let workspace = workspace_of(peer, &c.workspace)?;
+        let _one_at_a_time = self.creating.lock().unwrap_or_else(|e| e.into_inner());
+        let (headers, _) = self.store.headers();
+        let theirs = headers.iter().filter(|h| h.owner_uid == peer.uid).count();
+        if theirs >= self.max_per_uid {
+            return Err(refuse(
+                ErrorCode::Forbidden,
+                format!(
+                    "you have {theirs} sessions, the most one user may keep (max_sessions_per_uid = {}): delete one first",
+                    self.max_per_uid
+                ),
+            ));
+        }
+        let options = Options {
+            title: c.title,
+            approval: Some(c.approval),
+            max_steps: c.max_steps,
+        };
+        let owner = Owner {
+            uid: peer.uid,
+            gid: peer.gid,
+        };
+        let handle = self
+            .factory
+            .create(&self.store, owner, &workspace, c.model, options)
+            .map_err(start_refusal)?;
+        self.insert(handle)
+    }
+
+    /// Loads stopped session `id` of `peer` from its log; a loaded one is left as it is.
+    pub fn resume(&self, peer: Peer, id: &SessionId) -> Result<(), Refusal> {
+        self.closing()?;
+        if self.get(peer, id).is_ok() {
+            return Ok(());
+        }
+        let header = self.store.header(id).map_err(|_| not_found(id))?;
+        if header.owner_uid != peer.uid {
+            return Err(not_found(id));
+        }
+        let (log, loaded) = SessionLog::reopen(&self.store, id).map_err(|e| match e {
+            StoreError::InUse { .. } => refuse(
+                ErrorCode::Conflict,
+                format!("session {id} is in use by another process"),
+            ),
+            e => refuse(ErrorCode::Internal, e.to_string()),
+        })?;
+        let path = self.store.dir_of(id).join(crate::store::log::LOG_FILE);
+        for warning in loaded.warnings(&path) {
+            tracing::warn!("{warning}");
+        }
+        let handle = self
+            .factory
+            .resume(&loaded.header, log, &loaded.records, peer.gid)
+            .map_err(start_refusal)?;
+        self.insert(handle).map(|_| ())
+    }
+
+    fn insert(&self, handle: SessionHandle) -> Result<SessionInfo, Refusal> {
+        let id = handle.id().clone();
+        let header = self
+            .store
+            .header(&id)
+            .map_err(|e| refuse(ErrorCode::Internal, e.to_string()))?;
+        let loaded = Loaded { handle, header };
+        let info = info_of(&loaded);
+        self.lock().insert(id, loaded);
+        Ok(info)
+    }
+
+    /// Session `id` of `peer` (or any, for an admin) stopped if loaded and idle, then deleted.
+    pub async fn delete(&self, peer: Peer, id: &SessionId) -> Result<(), Refusal> {
+        let header = self.store.header(id).map_err(|_| not_found(id))?;
+        if header.owner_uid != peer.uid && !self.is_admin(peer) {
+            return Err(not_found(id));
+        }
+        let loaded = self.lock().get(id).cloned();
+        if let Some(l) = loaded {
+            if matches!(
+                l.handle.state(),
+                SessionState::Running | SessionState::WaitingApproval
+            ) {
+                return Err(refuse(
+                    ErrorCode::Conflict,
+                    format!("session {id} is running a turn; interrupt it first"),
+                ));
+            }
+            l.handle.stop().await;
+            self.lock().remove(id);
+        }
+        match self.store.delete(id) {
+            Ok(()) => Ok(()),
+            Err(StoreError::InUse { .. }) => Err(refuse(
+                ErrorCode::Conflict,
+                format!("session {id} is running; stop it first"),
+            )),
+            Err(e) => Err(refuse(ErrorCode::Internal, e.to_string())),
+        }
+    }
+
+    /// `peer`'s sessions (everyone's with `all_users`, for an admin), oldest first.
+    pub fn list(&self, peer: Peer, all_users: bool) -> Result<Vec<SessionInfo>, Refusal> {
         if all_users && !self.is_admin(peer) {
-            return error(
+            return Err(refuse(
                 ErrorCode::Forbidden,
                 "only root or the admin group may list every user's sessions",
-            );
+            ));
         }
         let (found, errors) = self.store.list();
         for e in errors {
             tracing::warn!("{e}");
         }
+        let loaded = self.lock();
         let mut sessions: Vec<SessionInfo> = found
             .iter()
             .filter(|s| all_users || s.owner_uid == peer.uid)
-            .filter_map(info)
+            .filter_map(|s| {
+                let id = SessionId::new(s.id.clone()).ok()?;
+                Some(match loaded.get(&id) {
+                    Some(l) => SessionInfo {
+                        title: s.title.clone(),
+                        ..info_of(l)
+                    },
+                    None => SessionInfo {
+                        id,
+                        owner_uid: s.owner_uid,
+                        workspace: s.workspace.clone(),
+                        model: s.model.clone(),
+                        state: SessionState::Stopped,
+                        created_unix_ms: s.created_unix_ms,
+                        last_seq: protocol::ids::Seq(s.last_seq),
+                        title: s.title.clone(),
+                    },
+                })
+            })
             .collect();
         sessions.sort_by_key(|s| s.created_unix_ms);
-        ResponseBody::Sessions(SessionList { sessions })
+        Ok(sessions)
     }
 
-    fn delete(&self, peer: Peer, id: &SessionId) -> ResponseBody {
-        let not_found = || error(ErrorCode::NotFound, format!("no session {}", id.as_str()));
-        let (found, _) = self.store.list();
-        let Some(session) = found.iter().find(|s| s.id == id.as_str()) else {
-            return not_found();
-        };
-        if session.owner_uid != peer.uid && !self.is_admin(peer) {
-            return not_found();
+    /// Stops every session: each running turn finishes its step within the grace period (then
+    /// is interrupted), each log is synced and closed, each pool's workers are killed. Waits
+    /// for them, at most the grace period and a little more.
+    pub async fn stop_all(&self) {
+        self.shutdown.trigger();
+        let handles: Vec<SessionHandle> = self.lock().values().map(|l| l.handle.clone()).collect();
+        let all = futures_util::future::join_all(handles.iter().map(SessionHandle::stopped));
+        let bound = self.factory.stopping.grace + Duration::from_secs(5);
+        if tokio::time::timeout(bound, all).await.is_err() {
+            tracing::error!("some sessions did not stop within {bound:?}");
         }
-        match self.store.delete(id) {
-            Ok(()) => ResponseBody::Ok,
-            Err(crate::store::StoreError::InUse { .. }) => error(
-                ErrorCode::Conflict,
-                format!("session {} is running; stop it first", id.as_str()),
-            ),
-            Err(e) => error(ErrorCode::Internal, e.to_string()),
-        }
+        self.lock().clear();
     }
 }
 
-fn info(s: &Summary) -> Option<SessionInfo> {
-    Some(SessionInfo {
-        id: SessionId::new(s.id.clone()).ok()?,
-        owner_uid: s.owner_uid,
-        workspace: s.workspace.clone(),
-        model: s.model.clone(),
-        state: SessionState::Stopped,
-        created_unix_ms: s.created_unix_ms,
-        last_seq: protocol::ids::Seq(s.last_seq),
-        title: s.title.clone(),
-    })
+/// What a loaded session is now.
+pub fn info_of(l: &Loaded) -> SessionInfo {
+    SessionInfo {
+        id: l.header.id.clone(),
+        owner_uid: l.header.owner_uid,
+        workspace: l.header.workspace.clone(),
+        model: l.header.model.clone(),
+        state: l.handle.state(),
+        created_unix_ms: l.header.created_unix_ms,
+        last_seq: l.handle.last_seq(),
+        title: l.header.options.title.clone(),
+    }
+}
+
+/// The workspace a create asks for: an existing directory, canonical, that is the peer's own
+/// (root may use any).
+fn workspace_of(peer: Peer, asked: &std::path::Path) -> Result<std::path::PathBuf, Refusal> {
+    use std::os::unix::fs::MetadataExt;
+    if !asked.is_absolute() {
+        return Err(refuse(
+            ErrorCode::BadRequest,
+            format!("workspace {} is not an absolute path", asked.display()),
+        ));
+    }
+    let bad = |why: String| refuse(ErrorCode::BadRequest, why);
+    let path = asked
+        .canonicalize()
+        .map_err(|e| bad(format!("workspace {}: {e}", asked.display())))?;
+    let meta =
+        std::fs::metadata(&path).map_err(|e| bad(format!("workspace {}: {e}", path.display())))?;
+    if !meta.is_dir() {
+        return Err(bad(format!(
+            "workspace {} is not a directory",
+            path.display()
+        )));
+    }
+    if peer.uid != 0 && meta.uid() != peer.uid {
+        return Err(refuse(
+            ErrorCode::Forbidden,
+            format!(
+                "workspace {} is not yours (it belongs to uid {})",
+                path.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    Ok(path)
+}
+
+fn start_refusal(e: StartError) -> Refusal {
+    let code = match &e {
+        StartError::Store(_) => ErrorCode::Internal,
+        StartError::Build(_) => ErrorCode::BadRequest,
+    };
+    // The whole chain: "cannot create the session's temp dir: …".
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = s.source();
+    }
+    refuse(code, message)
 }

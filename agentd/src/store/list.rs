@@ -94,10 +94,19 @@ impl Store {
 }
 
 fn summary(path: &std::path::Path, loaded: &Loaded) -> Summary {
-    let title = loaded.records.iter().find_map(|r| match &r.event {
-        Event::UserMessage(m) => Some(cut(&m.text)),
-        _ => None,
-    });
+    let first_message = || {
+        loaded.records.iter().find_map(|r| match &r.event {
+            Event::UserMessage(m) => Some(cut(&m.text)),
+            _ => None,
+        })
+    };
+    let title = loaded
+        .header
+        .options
+        .title
+        .as_deref()
+        .map(cut)
+        .or_else(first_message);
     let last_turn = loaded
         .records
         .iter()

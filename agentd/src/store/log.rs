@@ -33,6 +33,24 @@ pub struct Header {
     pub owner_uid: u32,
     /// Creation time, milliseconds since the Unix epoch.
     pub created_unix_ms: u64,
+    /// What the session was created with, when it was created in the daemon (a resume there
+    /// goes on with the same); absent in logs that `agent run` writes (its flags decide).
+    #[serde(default, flatten)]
+    pub options: Options,
+}
+
+/// A session's own settings, kept in its header.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// A short human title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The approval mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<protocol::verdict::ApprovalMode>,
+    /// Model calls per turn at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
 }
 
 /// One event as stored.
@@ -97,6 +115,17 @@ impl SessionLog {
         model: &str,
         owner_uid: u32,
     ) -> Result<(Self, Header), StoreError> {
+        Self::create_with(store, workspace, model, owner_uid, Options::default())
+    }
+
+    /// [`SessionLog::create`] with the session's own settings kept in its header.
+    pub fn create_with(
+        store: &Store,
+        workspace: &Path,
+        model: &str,
+        owner_uid: u32,
+        options: Options,
+    ) -> Result<(Self, Header), StoreError> {
         let created_unix_ms = now_ms();
         let (id, dir) = loop {
             let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -124,6 +153,7 @@ impl SessionLog {
             model: model.to_owned(),
             owner_uid,
             created_unix_ms,
+            options,
         };
         let mut log = Self {
             id,
@@ -193,6 +223,11 @@ impl SessionLog {
     /// The session.
     pub fn id(&self) -> &SessionId {
         &self.id
+    }
+
+    /// The log file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// The sequence number of the newest record (0 before the first).

@@ -128,6 +128,54 @@ impl Store {
         self.root.join(id.as_str())
     }
 
+    /// The header of session `id`: who owns it, where it works (its first line only).
+    pub fn header(&self, id: &protocol::ids::SessionId) -> Result<log::Header, StoreError> {
+        use std::io::BufRead;
+        let path = self.dir_of(id).join(log::LOG_FILE);
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotFound {
+                    id: id.as_str().to_owned(),
+                    dir: self.root.clone(),
+                });
+            }
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        let mut first = Vec::new();
+        std::io::BufReader::new(file)
+            .read_until(b'\n', &mut first)
+            .map_err(io_err(&path))?;
+        let torn = first.last() != Some(&b'\n');
+        if !torn {
+            first.pop();
+        }
+        read::parse_header(&path, &first, torn)
+    }
+
+    /// The headers of every session, and the logs whose header could not be read.
+    pub fn headers(&self) -> (Vec<log::Header>, Vec<StoreError>) {
+        let (mut found, mut errors) = (Vec::new(), Vec::new());
+        let Ok(entries) = std::fs::read_dir(self.root()) else {
+            return (found, errors);
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let Some(id) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| protocol::ids::SessionId::new(n).ok())
+            else {
+                continue;
+            };
+            match self.header(&id) {
+                Ok(h) => found.push(h),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        (found, errors)
+    }
+
     /// Deletes session `id`: its log and its spill files. A session being written is refused.
     pub fn delete(&self, id: &protocol::ids::SessionId) -> Result<(), StoreError> {
         let dir = self.dir_of(id);

@@ -70,7 +70,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, StoreError> {
     let Some((_, first)) = lines.first() else {
         return Err(corrupt(1, "the file is empty: it has no header".into()));
     };
-    let header = header(path, first, last == 1 && unterminated)?;
+    let header = parse_header(path, first, last == 1 && unterminated)?;
     let mut records = Vec::with_capacity(last.saturating_sub(1));
     let mut torn = None;
     for (index, (offset, text)) in lines.iter().enumerate().skip(1) {
@@ -110,7 +110,8 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, StoreError> {
     })
 }
 
-fn header(path: &Path, text: &[u8], torn: bool) -> Result<Header, StoreError> {
+/// Parses line 1 of the log at `path`; `torn` says it lacks its newline (never finished).
+pub fn parse_header(path: &Path, text: &[u8], torn: bool) -> Result<Header, StoreError> {
     let corrupt = |why: String| StoreError::Corrupt {
         path: path.to_path_buf(),
         line: 1,

@@ -1,0 +1,280 @@
+//! Assembling a session from configuration, once, the same way for every front end: the config
+//! file and its policy ([`Base`], loaded once per process), then per session the model, the
+//! sandbox with its temp root and spill folder, the worker pool, the dispatcher and the agent
+//! ([`build`]). `agent run`, the daemon and the benchmark all come through here.
+
+use crate::agent::approval::Approver;
+use crate::agent::dispatch::{Dispatcher, Emit};
+use crate::agent::turn::{Agent, Limits};
+use crate::config::{ConfigError, ConfigFile};
+use crate::engine::journal::Journal;
+use crate::providers::{Provider, ProviderError};
+use crate::settings::{self, Overrides, ProviderSettings, SettingsError};
+use crate::store::StoreError;
+use crate::store::log::Record;
+use crate::worker::{self, tmp::Owner, tmp::PrivateDir};
+use policy::{Policy, PolicyError};
+use protocol::event::Event;
+use protocol::verdict::{ApprovalMode, Verdict};
+use protocol::worker::RunAs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why a session could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The config file.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The policy in it.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// Which model: a value missing or invalid.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The provider could not be set up.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// No worker binary.
+    #[error("cannot find the tool-worker binary beside agent; set AGENTD_TOOL_WORKER to its path")]
+    NoWorker,
+    /// The session's temp root.
+    #[error("cannot create the session's temp dir")]
+    TempDir(#[source] crate::worker::tmp::TmpError),
+    /// The session's log or spill folder.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What every session of this process is built from, loaded once.
+#[derive(Debug)]
+pub struct Base {
+    /// The config file's sections (all empty without a file).
+    pub config: ConfigFile,
+    /// Its text (the policy and `[sandbox]` errors quote lines from it).
+    pub config_text: String,
+    /// Where it was read from.
+    pub config_path: Option<PathBuf>,
+    /// The policy: the file's `[policy]` over the built-ins.
+    pub policy: Arc<Policy>,
+}
+
+impl Base {
+    /// Reads the config file at `path` (none: the built-in policy and no sections).
+    pub fn load(path: Option<&Path>) -> Result<Self, BuildError> {
+        Ok(match path {
+            Some(path) => {
+                let (config, text) = crate::config::load(path)?;
+                let policy = Policy::from_config(&text, &path.display().to_string())?;
+                Self {
+                    config,
+                    config_text: text,
+                    config_path: Some(path.to_path_buf()),
+                    policy: Arc::new(policy),
+                }
+            }
+            None => Self {
+                config: ConfigFile::default(),
+                config_text: String::new(),
+                config_path: None,
+                policy: Arc::new(Policy::builtin()?),
+            },
+        })
+    }
+
+    /// Which model: `[provider]`, then `~/.agents/env` of `HOME`, then the environment, then
+    /// `overrides`.
+    pub fn settings(&self, overrides: &Overrides) -> Result<ProviderSettings, BuildError> {
+        Ok(settings::resolve_layered(
+            self.config.provider.as_ref(),
+            settings::default_env_file().as_deref(),
+            overrides,
+        )?)
+    }
+
+    /// The provider for `settings`, with the transport's `[provider]` tuning.
+    pub fn provider(&self, settings: &ProviderSettings) -> Result<Provider, BuildError> {
+        let mut provider = Provider::from_settings(settings)?;
+        provider.configure(self.config.provider.as_ref());
+        Ok(provider)
+    }
+
+    /// The context window: `flag`, else `[provider] context_window`, else the default.
+    pub fn window(&self, flag: Option<u64>) -> crate::context::fit::Window {
+        crate::context::fit::Window::new(
+            flag.or(self.config.provider.as_ref().and_then(|p| p.context_window))
+                .unwrap_or(crate::agent::DEFAULT_WINDOW),
+        )
+    }
+}
+
+/// One session's choices, on top of the [`Base`].
+#[derive(Debug)]
+pub struct Plan {
+    /// The workspace, canonical.
+    pub workspace: PathBuf,
+    /// The model's provider, ready.
+    pub provider: Provider,
+    /// The model's name.
+    pub model: String,
+    /// The approval mode.
+    pub mode: ApprovalMode,
+    /// Who answers asks.
+    pub approver: Approver,
+    /// Limits of each turn.
+    pub limits: Limits,
+    /// Workers kept locked down ahead of the next call.
+    pub ready_workers: usize,
+    /// The session's user's home (`~` in rules, `AGENTS.md`, skills, the tools' `HOME`).
+    pub home: Option<PathBuf>,
+    /// Whom the workers run as when agentd is root (`None`: as agentd).
+    pub run_as: Option<RunAs>,
+    /// Where the session's temp root is made.
+    pub tmp_parent: PathBuf,
+}
+
+/// A session's sandbox and temp root, checked and made: everything that can fail on
+/// configuration, before the session's log is made.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The session's choices.
+    plan: Plan,
+    /// The worker binary, found and chosen by us.
+    worker_bin: PathBuf,
+    /// The sandbox every call of the session gets (the spill folder is added by `build`).
+    sandbox: protocol::worker::SandboxSpec,
+    /// The session's temp root.
+    tmp: PrivateDir,
+}
+
+/// A session assembled, not yet started.
+#[derive(Debug)]
+pub struct Built {
+    /// The agent, its dispatcher and pool inside.
+    pub agent: Agent,
+    /// The session's temp root (each call gets a private dir in it); removed when dropped,
+    /// which must come after the agent (the pool's waiting workers live in it).
+    pub tmp: PrivateDir,
+}
+
+impl Prepared {
+    /// The same, with `approver` answering its asks (a daemon session's broker is made with it).
+    pub fn with_approver(mut self, approver: Approver) -> Self {
+        if !matches!(
+            self.plan.mode,
+            ApprovalMode::Never | ApprovalMode::SkipPermissions
+        ) {
+            self.plan.approver = approver;
+        }
+        self
+    }
+}
+
+/// Finds the worker, makes the session's temp root and its sandbox from `plan` and `base`.
+pub fn prepare(base: &Base, plan: Plan) -> Result<Prepared, BuildError> {
+    let worker_bin = worker::locate_worker().ok_or(BuildError::NoWorker)?;
+    let owner = match &plan.run_as {
+        Some(who) if nix::unistd::geteuid().is_root() => Owner {
+            uid: who.uid,
+            gid: who.gid,
+        },
+        _ => Owner::current(),
+    };
+    let tmp =
+        PrivateDir::create(&plan.tmp_parent, "agentd-run-", owner).map_err(BuildError::TempDir)?;
+    let mut sandbox = worker::default_sandbox(
+        plan.workspace.clone(),
+        tmp.path().to_owned(),
+        plan.home.as_deref(),
+    );
+    sandbox.network = base.policy.network() == Verdict::Allow;
+    sandbox.run_as = plan.run_as.clone();
+    if let (Some(section), Some(path)) = (&base.config.sandbox, &base.config_path) {
+        section.apply(&mut sandbox, &base.config_text, &path.display().to_string())?;
+    }
+    Ok(Prepared {
+        plan,
+        worker_bin,
+        sandbox,
+        tmp,
+    })
+}
+
+/// Assembles the prepared session whose events go to `journal`; `resumed` is the stored
+/// history to go on from.
+pub fn build(
+    base: &Base,
+    prepared: Prepared,
+    journal: &Arc<Journal>,
+    resumed: Option<&[Record]>,
+) -> Result<Built, BuildError> {
+    let Prepared {
+        plan,
+        worker_bin,
+        mut sandbox,
+        tmp,
+    } = prepared;
+    // Big outputs are kept whole and spilled to the session's folder, which every call may read.
+    let spill = journal.spill_dir()?;
+    if let Some(dir) = &spill {
+        sandbox.read_paths.push(dir.clone());
+        sandbox.limits.output_cap_bytes = crate::agent::spill::SPILL_CAP;
+    }
+    let dispatcher = Arc::new(Dispatcher {
+        policy: Arc::clone(&base.policy),
+        mode: plan.mode,
+        workers: worker::WorkerPool::new(worker_bin, sandbox, plan.ready_workers),
+        home: plan.home,
+        approver: plan.approver,
+        approvals: AtomicU64::new(0),
+        session: Default::default(),
+    });
+    if let Some(dir) = spill {
+        dispatcher.session.set_spill_dir(dir);
+    }
+    let emit: Emit = {
+        let journal = Arc::clone(journal);
+        Arc::new(move |event: Event| {
+            journal.emit(event);
+        })
+    };
+    // The owner's AGENTS.md and skills are read with the owner's rights.
+    let run_as = dispatcher.workers.sandbox().run_as.clone();
+    let mut agent = crate::agent::owner_files::as_owner(run_as.as_ref(), || {
+        Agent::new(plan.provider, plan.model, dispatcher, plan.limits, emit)
+    });
+    if let Some(records) = resumed {
+        resume(&mut agent, records);
+    }
+    Ok(Built { agent, tmp })
+}
+
+/// Puts a stored session's history, todo list, what was allowed always, and its approval
+/// numbering back into `agent`.
+fn resume(agent: &mut Agent, records: &[Record]) {
+    if let Some(system) = agent.system_message().cloned() {
+        let (messages, turns) = crate::agent::resume::conversation(system, records);
+        agent.resume_from(messages, turns);
+    }
+    let dispatcher = &agent.dispatcher;
+    dispatcher
+        .session
+        .restore_todos(crate::agent::resume::todos(records));
+    let ctx = policy::Context {
+        workspace: &dispatcher.workers.sandbox().workspace,
+        home: dispatcher.home.as_deref(),
+    };
+    let approved = crate::agent::resume::always_allowed(records, &dispatcher.policy, &ctx);
+    dispatcher.approver.restore(&approved);
+    // New asks are numbered after the stored ones, so an old id never names a new ask.
+    let last = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::ApprovalRequested(a) => Some(a.approval.0),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    agent.dispatcher.approvals.store(last, Ordering::Relaxed);
+}

@@ -1,0 +1,124 @@
+//! Each request, answered for the peer that asked: what it may see and drive is checked by
+//! [`Sessions`], what its connection is attached to lives in [`Attachments`].
+
+use super::Server;
+use super::attach::Attachments;
+use super::connection::Peer;
+use super::sessions::{Refusal, info_of};
+use crate::engine::Subscription;
+use protocol::control::*;
+use protocol::ids::SessionId;
+
+/// The answer to one request, and the events to forward after it when it attached.
+#[derive(Debug)]
+pub struct Answer {
+    /// What the client is told.
+    pub body: ResponseBody,
+    /// For an attach: the session and its events, forwarded once the response is queued.
+    pub then: Option<(SessionId, Subscription)>,
+}
+
+impl From<Result<ResponseBody, Refusal>> for Answer {
+    fn from(result: Result<ResponseBody, Refusal>) -> Self {
+        Answer {
+            body: result.unwrap_or_else(ResponseBody::Error),
+            then: None,
+        }
+    }
+}
+
+/// Answers `request` from `peer`, whose connection holds `attachments`.
+pub async fn handle(
+    server: &Server,
+    peer: Peer,
+    request: Request,
+    attachments: &mut Attachments,
+) -> Answer {
+    let sessions = &server.sessions;
+    let ok = |r: Result<(), Refusal>| r.map(|()| ResponseBody::Ok);
+    match request {
+        Request::Status => Ok(ResponseBody::Status(StatusInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+            protocol: protocol::PROTOCOL_VERSION,
+            uptime_ms: server.uptime_ms(),
+            sessions: u32::try_from(sessions.loaded_count()).unwrap_or(u32::MAX),
+            landlock_abi: tool_worker::lockdown::landlock::kernel_abi(),
+            containment: crate::worker::cgroup::Layout::detect().describe().into(),
+        })),
+        Request::ListSessions(l) => sessions
+            .list(peer, l.all_users)
+            .map(|sessions| ResponseBody::Sessions(SessionList { sessions })),
+        Request::CreateSession(c) => sessions.create(peer, c).map(ResponseBody::SessionCreated),
+        Request::ResumeSession(r) => ok(sessions.resume(peer, &r.session)),
+        Request::DeleteSession(d) => {
+            attachments.detach(&d.session);
+            ok(sessions.delete(peer, &d.session).await)
+        }
+        Request::AttachSession(a) => return attach(server, peer, a, attachments),
+        Request::DetachSession(d) => match attachments.detach(&d.session) {
+            true => Ok(ResponseBody::Ok),
+            false => Err(ErrorFrame::new(
+                ErrorCode::NotFound,
+                format!("this connection is not attached to session {}", d.session),
+            )),
+        },
+        Request::SendMessage(SendMessage { ref session, .. })
+        | Request::Interrupt(Interrupt { ref session })
+        | Request::ApprovalReply(ApprovalReply { ref session, .. }) => {
+            let session = session.clone();
+            drive(server, peer, &session, request).await
+        }
+    }
+    .into()
+}
+
+/// A message, an interrupt or an approval reply, for a loaded session of the peer's.
+async fn drive(
+    server: &Server,
+    peer: Peer,
+    session: &SessionId,
+    request: Request,
+) -> Result<ResponseBody, Refusal> {
+    if matches!(request, Request::SendMessage(_)) && server.shutdown.is_triggered() {
+        return Err(ErrorFrame::new(
+            ErrorCode::ShuttingDown,
+            "agentd is shutting down: connect again once it is back",
+        ));
+    }
+    let loaded = server.sessions.get(peer, session)?;
+    loaded
+        .handle
+        .submit(request)
+        .await
+        .map(|()| ResponseBody::Ok)
+        .map_err(|e| ErrorFrame::new(e.code(), e.to_string()))
+}
+
+/// Attaches the connection to a loaded session of the peer's, replaying after `after_seq`.
+fn attach(server: &Server, peer: Peer, a: AttachSession, attachments: &mut Attachments) -> Answer {
+    let attached = server.sessions.get(peer, &a.session).and_then(|loaded| {
+        let events = loaded
+            .handle
+            .attach(a.after_seq)
+            .map_err(|e| ErrorFrame::new(ErrorCode::NotFound, e.to_string()))?;
+        let body = ResponseBody::Attached(Attached {
+            session: info_of(&loaded),
+            replaying: events.replaying() as u64,
+        });
+        Ok((body, events))
+    });
+    match attached {
+        Ok((body, events)) => {
+            // Any earlier attachment of this connection to it stops before the replay starts.
+            attachments.detach(&a.session);
+            Answer {
+                body,
+                then: Some((a.session, events)),
+            }
+        }
+        Err(refusal) => Answer {
+            body: ResponseBody::Error(refusal),
+            then: None,
+        },
+    }
+}
