@@ -4,6 +4,7 @@
 pub mod approval;
 pub mod dispatch;
 mod fitting;
+pub mod git_reminder;
 pub mod interrupt;
 pub mod owner_files;
 pub mod resume;

@@ -80,6 +80,8 @@ pub struct Agent {
     /// Ends the running turn at its next step boundary when triggered (the daemon shutting down
     /// lets the step in flight finish); never re-armed.
     pub stop_after_step: super::interrupt::Interrupt,
+    /// The workspace's git state, for the reminder.
+    pub(super) git: super::git_reminder::GitWatch,
 }
 
 impl std::fmt::Debug for Agent {
@@ -127,6 +129,7 @@ impl Agent {
             reported: None,
             interrupt: super::interrupt::Interrupt::default(),
             stop_after_step: super::interrupt::Interrupt::default(),
+            git: super::git_reminder::GitWatch::new(),
         }
     }
 
@@ -172,6 +175,7 @@ impl Agent {
             if let Err(message) = fitted {
                 return self.finish(out, FinishReason::Error, Some(message));
             }
+            self.refresh_git().await;
             let request = self.request();
             let e = emit.clone();
             let mut on_text = move |t: &str| {
@@ -214,6 +218,8 @@ impl Agent {
             if response.tool_calls.is_empty() {
                 return self.finish(out, FinishReason::Done, None);
             }
+            self.git
+                .step_ran(response.tool_calls.iter().map(|c| c.name.as_str()));
             let stopped = self.run_calls(&response, deadline, &mut out).await;
             if stopped {
                 return self.interrupted(out);
@@ -236,15 +242,17 @@ impl Agent {
         )
     }
 
-    /// The next request: the history with the todo reminder on its newest message (this
-    /// request only; the history does not keep it), and the tools on offer.
+    /// The next request: the history with the reminders (the todo list, the git branch and
+    /// what changed) on its newest message (this request only; the history does not keep
+    /// them), and the tools on offer.
     fn request(&self) -> ModelRequest {
         let mut messages = self.messages.clone();
-        if let (Some(text), Some(last)) = (
-            crate::context::todos::reminder(&self.dispatcher.session.todos()),
-            messages.last_mut(),
-        ) && matches!(last.role, Role::User | Role::Tool)
+        let todos = crate::context::todos::reminder(&self.dispatcher.session.todos());
+        let reminders: Vec<String> = todos.into_iter().chain(self.git.reminder()).collect();
+        if let (false, Some(last)) = (reminders.is_empty(), messages.last_mut())
+            && matches!(last.role, Role::User | Role::Tool)
         {
+            let text = reminders.concat();
             last.content = format!("{}\n\n<reminder>\n{text}</reminder>", last.content);
         }
         let mut offered = tools::specs().to_vec();
