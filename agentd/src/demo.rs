@@ -344,7 +344,7 @@ async fn run_turn(
         .map(PathBuf::from)
         .filter(|h| h.is_absolute());
     let dispatcher = Arc::new(Dispatcher {
-        policy: Arc::new(policy),
+        policy: crate::agent::policy_cell::PolicyCell::new(policy),
         mode: ApprovalMode::Never,
         workers: worker::WorkerPool::new(worker_bin, sandbox, 1),
         home,

@@ -63,7 +63,7 @@ fn main() {
         let tmp = std::env::temp_dir();
         let sandbox = agentd::worker::default_sandbox(tmp.clone(), tmp.clone(), None);
         let dispatcher = Arc::new(Dispatcher {
-            policy: Arc::new(policy),
+            policy: agentd::agent::policy_cell::PolicyCell::new(policy),
             mode: ApprovalMode::OnRisk,
             workers: agentd::worker::WorkerPool::new("/nonexistent/tool-worker".into(), sandbox, 0),
             home: None,

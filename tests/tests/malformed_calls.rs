@@ -155,7 +155,7 @@ fn dispatcher() -> Arc<Dispatcher> {
     let tmp = std::env::temp_dir();
     let sandbox = agentd::worker::default_sandbox(tmp.clone(), tmp, None);
     Arc::new(Dispatcher {
-        policy: Arc::new(policy::Policy::builtin().unwrap()),
+        policy: agentd::agent::policy_cell::PolicyCell::new(policy::Policy::builtin().unwrap()),
         mode: ApprovalMode::OnRisk,
         // No worker may run: a malformed call never reaches one.
         workers: agentd::worker::WorkerPool::new("/nonexistent/tool-worker".into(), sandbox, 0),

@@ -4,7 +4,7 @@
 use super::approval::Approver;
 use super::tools;
 use crate::worker::WorkerPool;
-use policy::{Action, Context, Policy};
+use policy::{Action, Context};
 use protocol::event::{ApprovalRequested, ApprovalResolved};
 use protocol::event::{
     Event, ToolCall, ToolCallFinished, ToolCallStarted, ToolOutputDelta, ToolStatus,
@@ -37,8 +37,8 @@ pub struct Outcome {
 /// Everything needed to dispatch calls of one session.
 #[derive(Debug)]
 pub struct Dispatcher {
-    /// The policy.
-    pub policy: Arc<Policy>,
+    /// The policy (replaceable while the session runs).
+    pub policy: super::policy_cell::PolicyCell,
     /// The approval mode.
     pub mode: ApprovalMode,
     /// The workers calls run in, and the sandbox every call gets (`tmp_dir` is the session's;
@@ -136,7 +136,7 @@ impl Dispatcher {
             _ if self.reads_own_spill(&request) => {
                 policy::Decision::allow("reading this session's own spilled output")
             }
-            _ => self.policy.check_tool(&request, &ctx),
+            _ => self.policy.current().check_tool(&request, &ctx),
         };
         emit(started(call, decision.verdict, &decision.reason));
         match policy::action(decision.verdict, self.mode) {

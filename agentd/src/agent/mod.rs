@@ -7,6 +7,7 @@ mod fitting;
 pub mod git_reminder;
 pub mod interrupt;
 pub mod owner_files;
+pub mod policy_cell;
 pub mod resume;
 pub mod session_tools;
 pub mod spill;

@@ -92,6 +92,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         // The handlers are in place before anyone is told we are ready, so an early SIGTERM
         // still shuts down in order.
         let stop = stop_signal();
+        reload_on_hangup(Arc::clone(&server));
         let status = format!("listening on {shown}; sessions in {}", state_dir.display());
         eprintln!("agentd: {status}");
         let _watchdog = systemd.ready(&status);
@@ -110,6 +111,30 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     }
     eprintln!("agentd: stopped");
     Ok(0)
+}
+
+/// At each SIGHUP, the config file is read again and its policy replaces the one every session
+/// is checked against; a bad file is refused with the reason and the policy in force stays.
+fn reload_on_hangup(server: Arc<Server>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        eprintln!("agentd: cannot handle SIGHUP: the configuration cannot be reloaded");
+        return;
+    };
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            match server.sessions.reload_policy() {
+                Ok(Some(path)) => eprintln!(
+                    "agentd: SIGHUP: reloaded the policy from {}; every session's next call is checked against it",
+                    path.display()
+                ),
+                Ok(None) => eprintln!("agentd: SIGHUP: no config file; the built-in policy stays"),
+                Err(e) => eprintln!(
+                    "agentd: SIGHUP: the new configuration is refused, the old one stays: {e}"
+                ),
+            }
+        }
+    });
 }
 
 /// Resolves at SIGTERM or SIGINT; the handlers are installed when this is called, not when the

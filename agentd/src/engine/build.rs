@@ -5,6 +5,7 @@
 
 use crate::agent::approval::Approver;
 use crate::agent::dispatch::{Dispatcher, Emit};
+use crate::agent::policy_cell::PolicyCell;
 use crate::agent::turn::{Agent, Limits};
 use crate::config::{ConfigError, ConfigFile};
 use crate::engine::journal::Journal;
@@ -56,8 +57,9 @@ pub struct Base {
     pub config_text: String,
     /// Where it was read from.
     pub config_path: Option<PathBuf>,
-    /// The policy: the file's `[policy]` over the built-ins.
-    pub policy: Arc<Policy>,
+    /// The policy: the file's `[policy]` over the built-ins; shared by every session built from
+    /// this base, and replaced for all of them by [`Base::reload_policy`].
+    pub policy: PolicyCell,
 }
 
 impl Base {
@@ -71,16 +73,26 @@ impl Base {
                     config,
                     config_text: text,
                     config_path: Some(path.to_path_buf()),
-                    policy: Arc::new(policy),
+                    policy: PolicyCell::new(policy),
                 }
             }
             None => Self {
                 config: ConfigFile::default(),
                 config_text: String::new(),
                 config_path: None,
-                policy: Arc::new(Policy::builtin()?),
+                policy: PolicyCell::new(Policy::builtin()?),
             },
         })
+    }
+
+    /// Reads the config file again and, if the whole file is valid (every section, and the
+    /// policy over the built-ins), replaces the policy of every session built from this base;
+    /// else the error, and the policy in force stays. The other sections are read at start only:
+    /// a session's sandbox and model are fixed when it is built. Returns the file read.
+    pub fn reload_policy(&self) -> Result<Option<PathBuf>, BuildError> {
+        let fresh = Base::load(self.config_path.as_deref())?;
+        self.policy.replace(fresh.policy.current());
+        Ok(self.config_path.clone())
     }
 
     /// Which model: `[provider]`, then `~/.agents/env` of `HOME`, then the environment, then
@@ -188,7 +200,7 @@ pub fn prepare(base: &Base, plan: Plan) -> Result<Prepared, BuildError> {
         tmp.path().to_owned(),
         plan.home.as_deref(),
     );
-    sandbox.network = base.policy.network() == Verdict::Allow;
+    sandbox.network = base.policy.current().network() == Verdict::Allow;
     sandbox.run_as = plan.run_as.clone();
     if let (Some(section), Some(path)) = (&base.config.sandbox, &base.config_path) {
         section.apply(&mut sandbox, &base.config_text, &path.display().to_string())?;
@@ -222,7 +234,7 @@ pub fn build(
         sandbox.limits.output_cap_bytes = crate::agent::spill::SPILL_CAP;
     }
     let dispatcher = Arc::new(Dispatcher {
-        policy: Arc::clone(&base.policy),
+        policy: base.policy.clone(),
         mode: plan.mode,
         workers: worker::WorkerPool::new(worker_bin, sandbox, plan.ready_workers),
         home: plan.home,
@@ -265,7 +277,8 @@ fn resume(agent: &mut Agent, records: &[Record]) {
         workspace: &dispatcher.workers.sandbox().workspace,
         home: dispatcher.home.as_deref(),
     };
-    let approved = crate::agent::resume::always_allowed(records, &dispatcher.policy, &ctx);
+    let approved =
+        crate::agent::resume::always_allowed(records, &dispatcher.policy.current(), &ctx);
     dispatcher.approver.restore(&approved);
     // New asks are numbered after the stored ones, so an old id never names a new ask.
     let last = records

@@ -56,6 +56,14 @@ pub struct Sessions {
 }
 
 impl Sessions {
+    /// Reads the config file again and replaces the policy of every session, loaded or resumed
+    /// later, if the file is valid; else the error, and the policy in force stays (SIGHUP).
+    pub fn reload_policy(
+        &self,
+    ) -> Result<Option<std::path::PathBuf>, crate::engine::build::BuildError> {
+        self.factory.base.reload_policy()
+    }
+
     /// The sessions of `store`, made by `factory`; members of `admin_gid` (by their primary
     /// group, as `SO_PEERCRED` reports it) may list every user's.
     pub fn new(store: Store, admin_gid: Option<u32>, factory: Factory, max_per_uid: usize) -> Self {
