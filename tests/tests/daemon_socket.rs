@@ -2,7 +2,7 @@
 //! clients that break the protocol, stall or flood — none of which may affect another client.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
-use agentd_e2e::{As, Dir, binary, command_for, test_user};
+use agentd_e2e::{As, Dir, binary, binary_for, command_for, test_user};
 use protocol::control::*;
 use protocol::ids::RequestId;
 use protocol::io::{FrameReader, IoError, client_handshake, write_message};
@@ -330,4 +330,67 @@ for i, req in enumerate([{"type": "list_sessions", "all_users": False},
         !store.dir_of(&user_header.id).exists(),
         "their own is deleted"
     );
+}
+
+#[test]
+fn the_daemon_is_not_dumpable_so_its_own_uid_cannot_read_or_trace_it() {
+    if test_user().is_none() {
+        eprintln!("skipped: needs root to create the test user");
+        return;
+    }
+    let place = Dir::new("dump-place", As::User);
+    let socket = place.0.join("agentd.sock");
+    let mut daemon = command_for(binary_for("agentd", As::User), As::User)
+        .arg("serve")
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--state-dir")
+        .arg(place.0.join("state"))
+        .env("HOME", &place.0)
+        .env("AGENTD_SECRET_FOR_TEST", "sk-in-the-daemon")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "agentd never listened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The same uid reads another of its processes' environment (sanity), never the daemon's,
+    // and cannot attach to it with ptrace.
+    let probe = r#"
+import ctypes, os, subprocess, sys
+pid = int(sys.argv[1])
+other = subprocess.Popen(["sleep", "30"], env={"MARK": "readable"})
+print("sanity", b"readable" in open(f"/proc/{other.pid}/environ", "rb").read())
+other.kill()
+try:
+    open(f"/proc/{pid}/environ", "rb").read(); print("environ read")
+except PermissionError:
+    print("environ refused")
+libc = ctypes.CDLL(None, use_errno=True)
+PTRACE_ATTACH = 16
+rc = libc.ptrace(PTRACE_ATTACH, pid, None, None)
+print("ptrace", "refused" if rc != 0 else "attached")
+"#;
+    let out = command_for("/usr/bin/python3", As::User)
+        .arg("-c")
+        .arg(probe)
+        .arg(daemon.id().to_string())
+        .output()
+        .unwrap();
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("sanity True"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("environ refused"), "{text}");
+    assert!(text.contains("ptrace refused"), "{text}");
 }
