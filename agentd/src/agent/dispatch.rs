@@ -118,6 +118,17 @@ impl Dispatcher {
                 return outcome;
             }
         }
+        if self.workers.sandbox().profile == protocol::worker::SandboxProfile::ReadOnly
+            && super::tools::WRITERS.contains(&call.name.as_str())
+        {
+            let why = "not offered in a read-only session";
+            emit(started(call, Verdict::Deny, why));
+            let message = format!(
+                "`{}` is not offered in this session: it is read-only (its workers cannot write). Report what you found instead.",
+                call.name
+            );
+            return refuse(ToolStatus::Denied, message);
+        }
         let request = match request_of(call, cut_off) {
             Ok(r) => r,
             Err((why, message)) => {

@@ -174,6 +174,20 @@ fn example(name: &str) -> &'static str {
     }
 }
 
+/// The tools that change files: not offered to a read-only session.
+pub const WRITERS: [&str; 2] = ["write_file", "str_replace"];
+
+/// The tools offered to a session whose sandbox is `profile`: all of them, but for a read-only
+/// session, whose workers could not write anyway, the tools that only write.
+pub fn offered(profile: protocol::worker::SandboxProfile) -> Vec<ToolSpec> {
+    let read_only = profile == protocol::worker::SandboxProfile::ReadOnly;
+    specs()
+        .iter()
+        .filter(|t| !(read_only && WRITERS.contains(&t.name.as_str())))
+        .cloned()
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -255,7 +255,7 @@ impl Agent {
             let text = reminders.concat();
             last.content = format!("{}\n\n<reminder>\n{text}</reminder>", last.content);
         }
-        let mut offered = tools::specs().to_vec();
+        let mut offered = tools::offered(self.dispatcher.workers.sandbox().profile);
         offered.extend(self.dispatcher.session.specs());
         ModelRequest {
             model: self.model.clone(),

@@ -56,6 +56,11 @@ pub struct RunArgs {
     /// Tool-workers kept started and locked down ahead of the next call (0: start each at the call).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=16))]
     pub ready_workers: u32,
+    /// A read-only session: the workspace is readable, not writable, by every call (the sandbox's
+    /// read-only profile), and the model is not offered write_file or str_replace — for
+    /// reviewing or exploring code the model must not change.
+    #[arg(long)]
+    pub read_only: bool,
     /// Config file ([provider], [policy]); default: $XDG_CONFIG_HOME/agentd/config.toml, else /etc/agentd/config.toml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -134,6 +139,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         home: std::env::var_os("HOME").map(PathBuf::from),
         run_as: None,
         tmp_parent: std::env::temp_dir(),
+        read_only: args.read_only,
     };
     let prepared = build::prepare(&base, plan)?;
     let (log, records) = match resumed {

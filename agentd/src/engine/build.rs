@@ -144,6 +144,9 @@ pub struct Plan {
     pub run_as: Option<RunAs>,
     /// Where the session's temp root is made.
     pub tmp_parent: PathBuf,
+    /// A read-only session: its workers cannot write the workspace, and it is not offered the
+    /// tools that only write.
+    pub read_only: bool,
 }
 
 /// A session's sandbox and temp root, checked and made: everything that can fail on
@@ -202,6 +205,9 @@ pub fn prepare(base: &Base, plan: Plan) -> Result<Prepared, BuildError> {
     );
     sandbox.network = base.policy.current().network() == Verdict::Allow;
     sandbox.run_as = plan.run_as.clone();
+    if plan.read_only {
+        sandbox.profile = protocol::worker::SandboxProfile::ReadOnly;
+    }
     if let (Some(section), Some(path)) = (&base.config.sandbox, &base.config_path) {
         section.apply(&mut sandbox, &base.config_text, &path.display().to_string())?;
     }

@@ -145,6 +145,7 @@ impl Factory {
             home: user.map(|u| u.dir).or_else(home_of_daemon),
             run_as,
             tmp_parent: std::env::temp_dir(),
+            read_only: false,
         };
         Ok((plan, settings.model))
     }
