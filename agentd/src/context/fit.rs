@@ -108,26 +108,23 @@ impl Window {
 fn upper_bound(messages: &[Message]) -> u64 {
     messages
         .iter()
-        .map(|m| {
-            let calls: usize = m
-                .tool_calls
-                .iter()
-                .map(|c| c.name.len() + c.arguments.len() + c.id.as_str().len())
-                .sum();
-            MESSAGE_OVERHEAD + (m.content.len() + calls) as u64
-        })
+        .map(|m| MESSAGE_OVERHEAD + bytes_of(m))
         .sum()
 }
 
-/// The estimated tokens of one message.
-pub fn estimate(m: &Message) -> u64 {
+/// The bytes of a message's text and calls (name, arguments, id).
+fn bytes_of(m: &Message) -> u64 {
     let calls: usize = m
         .tool_calls
         .iter()
         .map(|c| c.name.len() + c.arguments.len() + c.id.as_str().len())
         .sum();
-    let bytes = m.content.len() + calls;
-    MESSAGE_OVERHEAD + (bytes as u64).div_ceil(4)
+    (m.content.len() + calls) as u64
+}
+
+/// The estimated tokens of one message.
+pub fn estimate(m: &Message) -> u64 {
+    MESSAGE_OVERHEAD + bytes_of(m).div_ceil(4)
 }
 
 /// The estimated tokens of a history.
