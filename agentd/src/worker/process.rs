@@ -10,6 +10,27 @@ use std::path::Path;
 use std::process::Stdio;
 use tokio::io::AsyncRead;
 
+/// How every worker binary is started, as a worker or as a zygote (`mode_arg`): `hosted_arg`
+/// first when the binary hosts the worker behind it, the process it must die with, an empty
+/// environment, `chan` as stdin and `/dev/null` as stdout; stderr is the caller's to set.
+pub(super) fn command(
+    program: &Path,
+    hosted_arg: Option<&str>,
+    mode_arg: Option<&str>,
+    chan: OwnedFd,
+) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command
+        .args(hosted_arg)
+        .args(mode_arg)
+        .arg("--parent")
+        .arg(std::process::id().to_string())
+        .env_clear()
+        .stdin(Stdio::from(chan))
+        .stdout(Stdio::null());
+    command
+}
+
 /// A running worker.
 #[derive(Debug)]
 pub enum Process {
@@ -38,17 +59,8 @@ impl Process {
                 .map(|r| Box::new(r) as Stderr);
             return Ok((Process::Forked(child), stderr));
         }
-        let mut command = tokio::process::Command::new(program);
-        command.args(hosted_arg);
-        let mut child = command
-            .arg("--parent")
-            .arg(std::process::id().to_string())
-            .env_clear()
-            .stdin(Stdio::from(chan))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
+        let mut command = tokio::process::Command::from(command(program, hosted_arg, None, chan));
+        let mut child = command.stderr(Stdio::piped()).kill_on_drop(true).spawn()?;
         // The command holds a copy of the worker's socket end; dropping it now means a worker
         // that dies closes the last copy, and we see EOF at once instead of waiting for a timeout.
         drop(command);

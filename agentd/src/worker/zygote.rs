@@ -14,7 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{Notify, oneshot};
 use tool_worker::zygote::{FORK, HELLO, MAX_MESSAGE, Reply, ZYGOTE_ARG, receive, send};
@@ -136,17 +136,9 @@ impl Zygote {
             None,
             SockFlag::SOCK_CLOEXEC,
         )?;
-        let mut command = Command::new(program);
-        command.args(self_hosted_arg);
-        let mut child = command
-            .arg(ZYGOTE_ARG)
-            .arg("--parent")
-            .arg(std::process::id().to_string())
-            .env_clear()
-            .stdin(Stdio::from(theirs))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
+        let mut command =
+            super::process::command(program, self_hosted_arg, Some(ZYGOTE_ARG), theirs);
+        let mut child = command.stderr(Stdio::null()).spawn()?;
         // Our copy of their end is gone with `command`: the zygote's exit is then our EOF.
         drop(command);
         if let Err(e) = hello(&ours) {
