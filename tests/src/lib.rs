@@ -230,6 +230,23 @@ pub fn command_as(name: &str, who: As, env: &[(&str, &str)]) -> Command {
     cmd
 }
 
+/// `agent` as `who` with `home` as its HOME, its model the mock LLM at `model_url` speaking the
+/// OpenAI wire format (model `mock-model`, a dummy key).
+pub fn agent_against(who: As, home: &Path, model_url: &str) -> Command {
+    let home = home.display().to_string();
+    command_as(
+        "agent",
+        who,
+        &[
+            ("HOME", home.as_str()),
+            ("PROVIDER", "openai"),
+            ("BASE_URL", model_url),
+            ("API_KEY", "sk-e2e"),
+            ("MODEL", "mock-model"),
+        ],
+    )
+}
+
 /// The outcome of one `agentd sandbox` run.
 #[derive(Debug)]
 pub struct Run {

@@ -390,6 +390,24 @@ pub mod openai {
         json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [f]}, "finish_reason": null}]})
     }
 
+    /// A streamed reply that calls `tool` with `args`, as call `id`.
+    pub fn call_reply(id: &str, tool: &str, args: Value) -> super::Reply {
+        super::Reply::stream(vec![
+            self::tool(0, Some(id), Some(tool), &args.to_string()),
+            finish("tool_calls"),
+        ])
+    }
+
+    /// A streamed reply that runs `command` with the bash tool, as call `id`.
+    pub fn bash_reply(id: &str, command: &str) -> super::Reply {
+        call_reply(id, "bash", json!({ "command": command }))
+    }
+
+    /// A streamed reply that answers `t` and stops.
+    pub fn answer_reply(t: &str) -> super::Reply {
+        super::Reply::stream(vec![text(t), finish("stop")])
+    }
+
     /// The chunk carrying the finish reason.
     pub fn finish(reason: &str) -> Value {
         json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})

@@ -5,28 +5,12 @@
 
 mod daemon;
 
-use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
+use agentd_e2e::mock_llm::MockLlm;
+use agentd_e2e::mock_llm::openai::{answer_reply as answer, bash_reply as bash};
 use daemon::{Client, Daemon, Place, workspace};
 use protocol::Encoding;
 use protocol::event::{Event, EventEnvelope, ToolStatus};
-use serde_json::json;
 use std::time::Duration;
-
-fn bash(id: &str, command: &str) -> Reply {
-    Reply::stream(vec![
-        openai::tool(
-            0,
-            Some(id),
-            Some("bash"),
-            &json!({ "command": command }).to_string(),
-        ),
-        openai::finish("tool_calls"),
-    ])
-}
-
-fn answer(text: &str) -> Reply {
-    Reply::stream(vec![openai::text(text), openai::finish("stop")])
-}
 
 fn status_of(events: &[EventEnvelope]) -> Option<ToolStatus> {
     events.iter().find_map(|e| match &e.event {

@@ -4,6 +4,7 @@
 
 mod daemon;
 
+use agentd_e2e::mock_llm::openai::answer_reply as answer;
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
 use daemon::{Client, Daemon, Place, workspace};
 use protocol::Encoding;
@@ -23,10 +24,6 @@ fn mkdir() -> Reply {
         ),
         openai::finish("tool_calls"),
     ])
-}
-
-fn answer(text: &str) -> Reply {
-    Reply::stream(vec![openai::text(text), openai::finish("stop")])
 }
 
 #[test]

@@ -8,7 +8,10 @@
 
 mod daemon;
 
-use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
+use agentd_e2e::mock_llm::MockLlm;
+use agentd_e2e::mock_llm::openai::{
+    answer_reply as answer, bash_reply as bash, call_reply as call,
+};
 use agentd_e2e::{As, Dir, command_for, processes_with, test_user};
 use daemon::{Client, Daemon, Place, code, wait_for, workspace};
 use protocol::Encoding;
@@ -20,21 +23,6 @@ use protocol::verdict::ApprovalDecision;
 use serde_json::{Value, json};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::Duration;
-
-fn call(id: &str, tool: &str, args: Value) -> Reply {
-    Reply::stream(vec![
-        openai::tool(0, Some(id), Some(tool), &args.to_string()),
-        openai::finish("tool_calls"),
-    ])
-}
-
-fn bash(id: &str, command: &str) -> Reply {
-    call(id, "bash", json!({ "command": command }))
-}
-
-fn answer(text: &str) -> Reply {
-    Reply::stream(vec![openai::text(text), openai::finish("stop")])
-}
 
 const ALLOW_SLEEP: &str = "[policy]\nbash = [{ pattern = \"sleep *\", action = \"allow\" }, { pattern = \"touch *\", action = \"allow\" }]\n";
 

@@ -3,37 +3,21 @@
 //! history; absent outside a repository.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
-use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
-use agentd_e2e::{As, Dir, command_as};
+use agentd_e2e::mock_llm::openai::{
+    answer_reply as answer, bash_reply as bash, call_reply as call,
+};
+use agentd_e2e::mock_llm::{MockLlm, Reply};
+use agentd_e2e::{As, Dir, agent_against};
 use serde_json::json;
 use std::process::Stdio;
 
-fn call(id: &str, command: &str) -> Reply {
-    Reply::stream(vec![
-        openai::tool(
-            0,
-            Some(id),
-            Some("bash"),
-            &json!({ "command": command }).to_string(),
-        ),
-        openai::finish("tool_calls"),
-    ])
-}
-
-fn write(id: &str, path: &str) -> Reply {
-    Reply::stream(vec![
-        openai::tool(
-            0,
-            Some(id),
-            Some("write_file"),
-            &json!({ "path": path, "content": "x\n" }).to_string(),
-        ),
-        openai::finish("tool_calls"),
-    ])
-}
-
-fn answer(text: &str) -> Reply {
-    Reply::stream(vec![openai::text(text), openai::finish("stop")])
+/// A write_file of `new.txt`.
+fn write_new(id: &str) -> Reply {
+    call(
+        id,
+        "write_file",
+        json!({ "path": "new.txt", "content": "x\n" }),
+    )
 }
 
 fn git(dir: &std::path::Path, args: &[&str]) {
@@ -52,26 +36,16 @@ fn run(ws: &Dir, replies: Vec<Reply>) -> Vec<String> {
     let mock = rt.block_on(MockLlm::start(replies));
     let home = Dir::new("gitrem-home", As::Root);
     let state = Dir::new("gitrem-state", As::Root);
-    let (home_s, url) = (home.0.display().to_string(), mock.url());
-    let out = command_as(
-        "agent",
-        As::Root,
-        &[
-            ("HOME", home_s.as_str()),
-            ("PROVIDER", "openai"),
-            ("BASE_URL", url.as_str()),
-            ("API_KEY", "sk-e2e"),
-            ("MODEL", "mock-model"),
-        ],
-    )
-    .args(["run", "-p", "go", "--output-format", "json", "--workspace"])
-    .arg(&ws.0)
-    .arg("--state-dir")
-    .arg(&state.0)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .output()
-    .unwrap();
+    let url = mock.url();
+    let out = agent_against(As::Root, &home.0, &url)
+        .args(["run", "-p", "go", "--output-format", "json", "--workspace"])
+        .arg(&ws.0)
+        .arg("--state-dir")
+        .arg(&state.0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}\n{}",
@@ -98,11 +72,7 @@ fn each_request_says_the_branch_and_what_the_last_step_changed() {
     git(&ws.0, &["commit", "-q", "-m", "init"]);
     let last = run(
         &ws,
-        vec![
-            write("c1", "new.txt"),
-            call("c2", "cat notes.txt"),
-            answer("done"),
-        ],
+        vec![write_new("c1"), bash("c2", "cat notes.txt"), answer("done")],
     );
     assert_eq!(last.len(), 3);
     assert!(
@@ -125,6 +95,6 @@ fn each_request_says_the_branch_and_what_the_last_step_changed() {
 #[test]
 fn outside_a_repository_there_is_no_git_reminder() {
     let ws = Dir::new("gitrem-plain", As::Root);
-    let last = run(&ws, vec![write("c1", "new.txt"), answer("done")]);
+    let last = run(&ws, vec![write_new("c1"), answer("done")]);
     assert!(last.iter().all(|m| !m.contains("Git branch")), "{last:?}");
 }

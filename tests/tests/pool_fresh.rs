@@ -8,7 +8,7 @@ use agentd::worker::WorkerPool;
 use agentd::worker::tmp::{Owner, PrivateDir};
 use agentd_e2e::both;
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
-use agentd_e2e::{As, Dir, command_as, give, processes_in};
+use agentd_e2e::{As, Dir, agent_against, give, processes_in};
 use protocol::worker::{BashRequest, ToolRequest};
 use serde_json::json;
 use std::path::Path;
@@ -99,31 +99,21 @@ both!(
         give(&ws, who);
         let config = base.0.join("config.toml");
         std::fs::write(&config, "").unwrap();
-        let child = command_as(
-            "agent",
-            who,
-            &[
-                ("HOME", base.0.to_str().unwrap()),
-                ("PROVIDER", "openai"),
-                ("BASE_URL", mock.url().as_str()),
-                ("API_KEY", "sk-e2e"),
-                ("MODEL", "mock-model"),
-            ],
-        )
-        .args([
-            "run",
-            "-p",
-            "go",
-            "--dangerously-skip-permissions",
-            "--workspace",
-        ])
-        .arg(&ws)
-        .arg("--config")
-        .arg(&config)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        let child = agent_against(who, &base.0, &mock.url())
+            .args([
+                "run",
+                "-p",
+                "go",
+                "--dangerously-skip-permissions",
+                "--workspace",
+            ])
+            .arg(&ws)
+            .arg("--config")
+            .arg(&config)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
         // The first call is running (it made `started`) and the next worker waits, locked down, in
         // the same directory: two tool-workers there.
         let deadline = Instant::now() + Duration::from_secs(10);

@@ -2,49 +2,29 @@
 //! a write it asks for anyway is refused, and its commands run in the read-only sandbox.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
-use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
-use agentd_e2e::{As, Dir, command_as};
+use agentd_e2e::mock_llm::openai::{answer_reply as answer, call_reply as call};
+use agentd_e2e::mock_llm::{MockLlm, Reply};
+use agentd_e2e::{As, Dir, agent_against};
 use serde_json::{Value, json};
 use std::process::Stdio;
-
-fn call(id: &str, tool: &str, args: Value) -> Reply {
-    Reply::stream(vec![
-        openai::tool(0, Some(id), Some(tool), &args.to_string()),
-        openai::finish("tool_calls"),
-    ])
-}
-
-fn answer(text: &str) -> Reply {
-    Reply::stream(vec![openai::text(text), openai::finish("stop")])
-}
 
 /// Runs `agent run` in `ws` with `extra` flags; returns the requests' bodies and the JSON result.
 fn run(ws: &Dir, replies: Vec<Reply>, extra: &[&str]) -> (Vec<Value>, Value) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mock = rt.block_on(MockLlm::start(replies));
     let home = Dir::new("ro-home", As::Root);
-    let (home_s, url) = (home.0.display().to_string(), mock.url());
-    let out = command_as(
-        "agent",
-        As::Root,
-        &[
-            ("HOME", home_s.as_str()),
-            ("PROVIDER", "openai"),
-            ("BASE_URL", url.as_str()),
-            ("API_KEY", "sk-e2e"),
-            ("MODEL", "mock-model"),
-        ],
-    )
-    .args(["run", "-p", "look around", "--output-format", "json"])
-    .args(extra)
-    .arg("--workspace")
-    .arg(&ws.0)
-    .arg("--state-dir")
-    .arg(home.0.join("state"))
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .output()
-    .unwrap();
+    let url = mock.url();
+    let out = agent_against(As::Root, &home.0, &url)
+        .args(["run", "-p", "look around", "--output-format", "json"])
+        .args(extra)
+        .arg("--workspace")
+        .arg(&ws.0)
+        .arg("--state-dir")
+        .arg(home.0.join("state"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
     let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     let bodies = mock.requests().iter().map(|r| r.body.clone()).collect();
     (bodies, json)

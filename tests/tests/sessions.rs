@@ -3,27 +3,12 @@
 //! and `agent sessions` lists them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
+use agentd_e2e::mock_llm::openai::{answer_reply as answer, bash_reply as bash};
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
-use agentd_e2e::{As, Dir, command_as};
+use agentd_e2e::{As, Dir, agent_against, command_as};
 use serde_json::{Value, json};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-fn call(id: &str, command: &str) -> Reply {
-    Reply::stream(vec![
-        openai::tool(
-            0,
-            Some(id),
-            Some("bash"),
-            &json!({ "command": command }).to_string(),
-        ),
-        openai::finish("tool_calls"),
-    ])
-}
-
-fn answer(text: &str) -> Reply {
-    Reply::stream(vec![openai::text(text), openai::finish("stop")])
-}
 
 struct Setup {
     ws: Dir,
@@ -51,19 +36,8 @@ fn setup() -> Setup {
 }
 
 fn agent(s: &Setup, mock: &MockLlm, args: &[&str]) -> std::process::Command {
-    let home = s.home.0.display().to_string();
     let url = mock.url();
-    let mut c = command_as(
-        "agent",
-        As::Root,
-        &[
-            ("HOME", home.as_str()),
-            ("PROVIDER", "openai"),
-            ("BASE_URL", url.as_str()),
-            ("API_KEY", "sk-e2e"),
-            ("MODEL", "mock-model"),
-        ],
-    );
+    let mut c = agent_against(As::Root, &s.home.0, &url);
     c.arg("run")
         .args(args)
         .arg("--state-dir")
@@ -186,7 +160,7 @@ fn a_resumed_session_gives_the_model_its_whole_history() {
 fn kill_9_mid_turn_loses_nothing_written_and_the_session_goes_on() {
     let s = setup();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let first = rt.block_on(MockLlm::start(vec![call("call_sleep", "sleep 30")]));
+    let first = rt.block_on(MockLlm::start(vec![bash("call_sleep", "sleep 30")]));
     let ws = s.ws.0.display().to_string();
     let mut child = agent(
         &s,
@@ -387,7 +361,7 @@ fn todos_are_kept_validated_and_reminded_and_skills_are_read_on_demand() {
 fn sigint_interrupts_the_turn_kills_the_call_and_leaves_a_history_that_resumes() {
     let s = setup();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let first = rt.block_on(MockLlm::start(vec![call(
+    let first = rt.block_on(MockLlm::start(vec![bash(
         "call_long",
         "sleep 30; echo never",
     )]));
@@ -467,7 +441,7 @@ fn a_3_mb_output_is_spilled_and_paged_back_with_read_file() {
     let s = setup();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let first = rt.block_on(MockLlm::start(vec![
-        call("call_seq", "seq 1 400000"),
+        bash("call_seq", "seq 1 400000"),
         answer("long"),
     ]));
     let ws = s.ws.0.display().to_string();

@@ -7,7 +7,7 @@
 
 use agentd_e2e::both;
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
-use agentd_e2e::{As, Dir, command_as, sandbox};
+use agentd_e2e::{As, Dir, agent_against, sandbox};
 use serde_json::{Value, json};
 
 /// Bytes that act on a terminal, as `printf` writes them, and how they must be shown.
@@ -69,24 +69,14 @@ fn agent_run(who: As, command: &str, answer: &str, format: &str) -> (String, Str
     let home = Dir::new("term-run-home", who);
     let config = home.0.join("config.toml");
     std::fs::write(&config, "").unwrap();
-    let out = command_as(
-        "agent",
-        who,
-        &[
-            ("HOME", home.0.to_str().unwrap()),
-            ("PROVIDER", "openai"),
-            ("BASE_URL", mock.url().as_str()),
-            ("API_KEY", "sk-e2e"),
-            ("MODEL", "mock-model"),
-        ],
-    )
-    .args(["run", "-p", "go", "--dangerously-skip-permissions"])
-    .args(["--output-format", format, "--workspace"])
-    .arg(&ws.0)
-    .arg("--config")
-    .arg(&config)
-    .output()
-    .unwrap();
+    let out = agent_against(who, &home.0, &mock.url())
+        .args(["run", "-p", "go", "--dangerously-skip-permissions"])
+        .args(["--output-format", format, "--workspace"])
+        .arg(&ws.0)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
