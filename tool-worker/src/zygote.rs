@@ -148,7 +148,8 @@ impl Reply {
     }
 }
 
-/// Receives one message on `sock` with up to `want` descriptors. `Ok(None)` at end of stream.
+/// Receives one message on `sock`, with the descriptors it carries (two at most). `Ok(None)` at
+/// end of stream.
 pub fn receive(
     sock: BorrowedFd<'_>,
     buf: &mut [u8; MAX_MESSAGE],
