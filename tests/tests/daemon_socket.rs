@@ -365,8 +365,16 @@ fn the_daemon_is_not_dumpable_so_its_own_uid_cannot_read_or_trace_it() {
     let probe = r#"
 import ctypes, os, subprocess, sys
 pid = int(sys.argv[1])
+import time
 other = subprocess.Popen(["sleep", "30"], env={"MARK": "readable"})
-print("sanity", b"readable" in open(f"/proc/{other.pid}/environ", "rb").read())
+# Until the child has exec'd, /proc/PID/environ is still this process's environment.
+seen = False
+for _ in range(200):
+    seen = b"readable" in open(f"/proc/{other.pid}/environ", "rb").read()
+    if seen:
+        break
+    time.sleep(0.01)
+print("sanity", seen)
 other.kill()
 try:
     open(f"/proc/{pid}/environ", "rb").read(); print("environ read")
