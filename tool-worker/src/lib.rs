@@ -22,6 +22,11 @@ pub const EXIT_FAILED: i32 = 3;
 /// The worker's whole life; returns the process exit code. `args` are the process arguments:
 /// `tool-worker [--parent PID] [--zygote]` (see [`zygote`]).
 pub fn run(args: impl Iterator<Item = String>) -> i32 {
+    run_warm(args, lockdown::warm::Warm::default())
+}
+
+/// [`run`], with what a zygote prepared ahead for every worker it forks.
+pub fn run_warm(args: impl Iterator<Item = String>, warm: lockdown::warm::Warm) -> i32 {
     let args: Vec<String> = args.collect();
     let parent = args
         .iter()
@@ -37,7 +42,7 @@ pub fn run(args: impl Iterator<Item = String>) -> i32 {
         let _ = channel.send(&FromWorker::Failed(failure));
         EXIT_FAILED
     };
-    if let Err(f) = lockdown::prepare(parent) {
+    if let Err(f) = lockdown::prepare(parent, &warm.keep()) {
         return failed(&mut channel, f);
     }
     let spec = match channel.recv() {
@@ -65,7 +70,7 @@ pub fn run(args: impl Iterator<Item = String>) -> i32 {
             );
         }
     };
-    let report = match lockdown::lock_down(&spec) {
+    let report = match lockdown::lock_down(&spec, warm) {
         Ok(report) => report,
         Err(f) => return failed(&mut channel, f),
     };

@@ -26,6 +26,7 @@ use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, s
 use nix::unistd::{ForkResult, Pid, fork};
 use std::io::IoSliceMut;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use crate::lockdown::warm::Preparer;
 
 /// The argument that makes the worker binary serve as a zygote.
 pub const ZYGOTE_ARG: &str = "--zygote";
@@ -220,6 +221,7 @@ pub fn serve(parent: Option<i32>) -> i32 {
     if send(control.as_fd(), &HELLO, &[]).is_err() {
         return crate::EXIT_FAILED;
     }
+    let mut preparer = Preparer::prepare();
     let mut children: Vec<Child> = Vec::new();
     loop {
         let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(children.len() + 1);
@@ -239,7 +241,7 @@ pub fn serve(parent: Option<i32>) -> i32 {
         if any_ended && reap(&control, &mut children).is_err() {
             return 0;
         }
-        if control_ready && !serve_one(&control, &mut children) {
+        if control_ready && !serve_one(&control, &mut children, &mut preparer) {
             return 0;
         }
     }
@@ -285,7 +287,7 @@ fn reap(control: &OwnedFd, children: &mut Vec<Child>) -> nix::Result<()> {
 }
 
 /// Serves one request. `false` when the supervisor is gone (or broke the protocol).
-fn serve_one(control: &OwnedFd, children: &mut Vec<Child>) -> bool {
+fn serve_one(control: &OwnedFd, children: &mut Vec<Child>, preparer: &mut Preparer) -> bool {
     let mut buf = [0u8; MAX_MESSAGE];
     let (len, fds) = match receive(control.as_fd(), &mut buf) {
         Ok(Some(got)) => got,
@@ -295,6 +297,7 @@ fn serve_one(control: &OwnedFd, children: &mut Vec<Child>) -> bool {
         Ok(pair) if len == 1 && buf[0] == FORK => pair,
         _ => return false,
     };
+    preparer.refresh();
     let me = nix::unistd::getpid().as_raw();
     // SAFETY: the zygote is single-threaded, so the child may run any code after fork.
     match unsafe { fork() } {
@@ -304,7 +307,7 @@ fn serve_one(control: &OwnedFd, children: &mut Vec<Child>) -> bool {
             &[],
         )
         .is_ok(),
-        Ok(ForkResult::Child) => become_worker(chan, stderr, me),
+        Ok(ForkResult::Child) => become_worker(chan, stderr, me, std::mem::take(preparer)),
         Ok(ForkResult::Parent { child }) => {
             drop((chan, stderr));
             // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1. The
@@ -346,7 +349,7 @@ fn serve_one(control: &OwnedFd, children: &mut Vec<Child>) -> bool {
 /// again, as after an exec: the zygote's `PR_SET_DUMPABLE 0` would leave `/proc/self` owned by
 /// root, and an unprivileged worker could not write its user namespace's id maps (it turns
 /// itself non-dumpable again once it has).
-fn become_worker(chan: OwnedFd, stderr: OwnedFd, zygote: i32) -> ! {
+fn become_worker(chan: OwnedFd, stderr: OwnedFd, zygote: i32, preparer: Preparer) -> ! {
     if nix::sys::prctl::set_dumpable(true).is_err() {
         // SAFETY: _exit ends this child at once; nothing of the zygote's needs running.
         unsafe { libc::_exit(crate::EXIT_FAILED) }
@@ -362,7 +365,7 @@ fn become_worker(chan: OwnedFd, stderr: OwnedFd, zygote: i32) -> ! {
         unsafe { libc::_exit(crate::EXIT_FAILED) }
     }
     let args = ["--parent".to_owned(), zygote.to_string()];
-    let code = crate::run(args.into_iter());
+    let code = crate::run_warm(args.into_iter(), preparer.into_warm());
     // SAFETY: as above; the zygote's buffers and destructors are not this process's to run.
     unsafe { libc::_exit(code) }
 }

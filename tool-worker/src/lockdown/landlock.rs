@@ -138,28 +138,97 @@ pub fn kernel_abi() -> Option<u32> {
     u32::try_from(v).ok().filter(|v| *v > 0)
 }
 
+/// What a fixed path grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    /// Read (and execute).
+    Read,
+    /// Read and write, not create: the devices.
+    Device,
+}
+
+/// A path opened for a rule: its descriptor (`O_PATH`), and whether it is a directory (a file's
+/// rule may only carry file rights).
+#[derive(Debug)]
+pub struct Opened {
+    /// The descriptor; the rule is for its inode.
+    pub fd: PathFd,
+    /// Whether it is a directory.
+    pub is_dir: bool,
+}
+
+/// A fixed path opened ahead of the call (see [`super::warm`]).
+#[derive(Debug)]
+pub struct Fixed {
+    /// The opened path.
+    pub opened: Opened,
+    /// What it grants.
+    pub grant: Grant,
+}
+
+/// The paths every call's ruleset grants whatever its spec: the system trees, the `/etc`
+/// allowlist as this machine has it, the devices. Not `/proc`: each call mounts its own.
+pub fn fixed_paths() -> Vec<(PathBuf, Grant)> {
+    SYSTEM_PATHS
+        .iter()
+        .filter(|p| **p != PER_CALL_PROC)
+        .map(|p| (PathBuf::from(p), Grant::Read))
+        .chain(etc_paths().into_iter().map(|p| (p, Grant::Read)))
+        .chain(DEVICES.iter().map(|p| (PathBuf::from(p), Grant::Device)))
+        .collect()
+}
+
+/// The call's own procfs: a new inode per call, so never opened ahead.
+const PER_CALL_PROC: &str = "/proc";
+
+/// Opens the fixed paths; those this machine lacks are left out.
+pub fn open_fixed() -> Vec<Fixed> {
+    open_all(fixed_paths())
+}
+
+/// Opens `paths`; those that do not exist are left out.
+pub fn open_all(paths: Vec<(PathBuf, Grant)>) -> Vec<Fixed> {
+    paths
+        .into_iter()
+        .filter_map(|(path, grant)| open(&path).map(|opened| Fixed { opened, grant }))
+        .collect()
+}
+
+/// Opens `path` for a rule; `None` when it does not exist here (it grants nothing then).
+fn open(path: &Path) -> Option<Opened> {
+    let fd = PathFd::new(path).ok()?;
+    // On the descriptor: no second walk of the path.
+    let is_dir = nix::sys::stat::fstat(&fd).is_ok_and(|st| {
+        nix::sys::stat::SFlag::from_bits_truncate(st.st_mode) & nix::sys::stat::SFlag::S_IFMT
+            == nix::sys::stat::SFlag::S_IFDIR
+    });
+    Some(Opened { fd, is_dir })
+}
+
+/// Adds one rule for `opened`, narrowed to file rights for a file. Consumes (closes) the
+/// descriptor.
+fn add(
+    ruleset: landlock::RulesetCreated,
+    opened: Opened,
+    access: landlock::BitFlags<AccessFs>,
+) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
+    let access = if opened.is_dir {
+        access
+    } else {
+        access & AccessFs::from_file(TARGET_ABI)
+    };
+    ruleset.add_rule(PathBeneath::new(opened.fd, access))
+}
+
 fn add_paths(
     ruleset: landlock::RulesetCreated,
     paths: impl IntoIterator<Item = PathBuf>,
     access: landlock::BitFlags<AccessFs>,
 ) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
-    let mut ruleset = ruleset;
-    for path in paths {
-        // A path that does not exist on this machine grants nothing; skip it.
-        let Ok(fd) = PathFd::new(&path) else { continue };
-        // On the descriptor: no second walk of the path (this runs ~75 times per call).
-        let is_dir = nix::sys::stat::fstat(&fd).is_ok_and(|st| {
-            nix::sys::stat::SFlag::from_bits_truncate(st.st_mode) & nix::sys::stat::SFlag::S_IFMT
-                == nix::sys::stat::SFlag::S_IFDIR
-        });
-        let access = if is_dir {
-            access
-        } else {
-            access & AccessFs::from_file(TARGET_ABI)
-        };
-        ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
-    }
-    Ok(ruleset)
+    paths
+        .into_iter()
+        .filter_map(|path| open(&path))
+        .try_fold(ruleset, |ruleset, opened| add(ruleset, opened, access))
 }
 
 /// The readable entries of `/etc` that exist here (with `python3.11`-style versioned siblings).
@@ -182,9 +251,11 @@ fn etc_paths() -> Vec<PathBuf> {
 
 /// Builds and enforces the ruleset for `spec`. `private_shm`: `/dev/shm` is the call's own
 /// (the mount namespace made it), so it is writable like the temp dir. Returns what was achieved.
+/// `fixed`: the fixed paths opened ahead by the zygote, else they are opened here.
 pub fn enforce(
     spec: &SandboxSpec,
     private_shm: bool,
+    fixed: Option<Vec<Fixed>>,
 ) -> Result<(LandlockStatus, Option<u32>), LandlockError> {
     let abi = kernel_abi();
     if spec.profile == SandboxProfile::FullAccess {
@@ -207,14 +278,15 @@ pub fn enforce(
     }
     ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
     let mut created = ruleset.create()?;
-    created = add_paths(created, SYSTEM_PATHS.iter().map(PathBuf::from), read)?;
-    created = add_paths(created, etc_paths(), read)?;
+    for Fixed { opened, grant } in fixed.unwrap_or_else(open_fixed) {
+        let access = match grant {
+            Grant::Read => read,
+            Grant::Device => read | AccessFs::WriteFile,
+        };
+        created = add(created, opened, access)?;
+    }
+    created = add_paths(created, [PathBuf::from(PER_CALL_PROC)], read)?;
     created = add_paths(created, spec.read_paths.iter().cloned(), read)?;
-    created = add_paths(
-        created,
-        DEVICES.iter().map(PathBuf::from),
-        read | AccessFs::WriteFile,
-    )?;
     created = add_paths(created, [spec.tmp_dir.clone()], all)?;
     if private_shm {
         created = add_paths(created, [PathBuf::from("/dev/shm")], all)?;

@@ -18,6 +18,9 @@ pub mod limits;
 pub mod mounts;
 pub mod process;
 pub mod seccomp;
+pub mod warm;
+
+use std::os::fd::RawFd;
 
 use protocol::worker::{
     LandlockStatus, LockdownReport, SandboxProfile, SandboxSpec, WorkerFailure, WorkerStep,
@@ -31,16 +34,18 @@ fn fail(step: WorkerStep, e: impl std::fmt::Display) -> WorkerFailure {
 }
 
 /// Everything before the spec is read: it does not depend on the spec.
-pub fn prepare(expected_parent: Option<i32>) -> Result<(), WorkerFailure> {
-    process::close_other_fds().map_err(|e| fail(WorkerStep::CloseFds, e))?;
+/// `keep`: descriptors prepared by the zygote ([`warm::Warm::keep`]), closed by the lockdown.
+pub fn prepare(expected_parent: Option<i32>, keep: &[RawFd]) -> Result<(), WorkerFailure> {
+    process::close_fds_except(keep).map_err(|e| fail(WorkerStep::CloseFds, e))?;
     process::new_session().map_err(|e| fail(WorkerStep::Setsid, e))?;
     process::die_with_parent(expected_parent)
         .map_err(|e| fail(WorkerStep::ParentDeathSignal, e))?;
     Ok(())
 }
 
-/// The rest of the lockdown, as `spec` asks. On success, reports what was achieved.
-pub fn lock_down(spec: &SandboxSpec) -> Result<LockdownReport, WorkerFailure> {
+/// The rest of the lockdown, as `spec` asks, using what `warm` holds prepared. On success,
+/// reports what was achieved.
+pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport, WorkerFailure> {
     let mut warnings = Vec::new();
     let is_root = nix::unistd::geteuid().is_root();
     let drop_to = spec.run_as.as_ref().filter(|_| is_root);
@@ -76,8 +81,10 @@ pub fn lock_down(spec: &SandboxSpec) -> Result<LockdownReport, WorkerFailure> {
     caps::clear_all().map_err(|e| fail(WorkerStep::Capabilities, e))?;
     process::no_new_privs().map_err(|e| fail(WorkerStep::NoNewPrivs, e))?;
     let (landlock, abi) =
-        landlock::enforce(spec, namespaces.mount).map_err(|e| fail(WorkerStep::Landlock, e))?;
-    seccomp::install(spec.network).map_err(|e| fail(WorkerStep::Seccomp, e))?;
+        landlock::enforce(spec, namespaces.mount, warm.fixed)
+            .map_err(|e| fail(WorkerStep::Landlock, e))?;
+    let table = warm.tables.as_ref().map(|t| t.get(spec.network));
+    seccomp::install(spec.network, table).map_err(|e| fail(WorkerStep::Seccomp, e))?;
 
     match landlock {
         LandlockStatus::PartiallyEnforced => {

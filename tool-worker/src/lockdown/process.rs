@@ -1,6 +1,7 @@
 //! The first steps: only the channel stays open, a session of our own, death with the parent.
 
 use nix::sys::signal::Signal;
+use std::os::fd::RawFd;
 
 /// Why a process step failed.
 #[derive(Debug, thiserror::Error)]
@@ -12,11 +13,46 @@ pub struct ProcessError {
 }
 
 /// Closes every file descriptor above 2 (the channel is fd 0; 1 and 2 are the supervisor's log or
-/// /dev/null), so nothing inherited by accident reaches the tool.
+/// /dev/null) but those in `keep`, so nothing inherited by accident reaches the tool. `keep`: what
+/// a zygote prepared for the lockdown ([`super::warm`]), which closes it in turn.
+pub fn close_fds_except(keep: &[RawFd]) -> Result<(), ProcessError> {
+    closing_ranges(keep)
+        .into_iter()
+        .try_for_each(|(first, last)| close_range(first, last))
+}
+
+/// The ranges of descriptors above 2 that are not in `keep`, in order.
+fn closing_ranges(keep: &[RawFd]) -> Vec<(u32, u32)> {
+    let mut keep: Vec<u32> = keep
+        .iter()
+        .filter_map(|fd| u32::try_from(*fd).ok())
+        .filter(|fd| *fd >= 3)
+        .collect();
+    keep.sort_unstable();
+    keep.dedup();
+    let mut ranges = Vec::with_capacity(keep.len() + 1);
+    let mut from = 3u32;
+    for fd in keep {
+        if fd > from {
+            ranges.push((from, fd - 1));
+        }
+        from = fd.saturating_add(1);
+    }
+    if from != u32::MAX || ranges.is_empty() {
+        ranges.push((from, u32::MAX));
+    }
+    ranges
+}
+
+/// Closes every file descriptor above 2.
 pub fn close_other_fds() -> Result<(), ProcessError> {
-    // SAFETY: close_range only closes descriptors; none above 2 is in use by this process's Rust
-    // code at this point (nothing has been opened yet).
-    let rc = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    close_fds_except(&[])
+}
+
+fn close_range(first: u32, last: u32) -> Result<(), ProcessError> {
+    // SAFETY: close_range only closes descriptors; the callers hold no Rust object owning one in
+    // this range (nothing has been opened yet but what `keep` names).
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
     if rc != 0 {
         return Err(ProcessError {
             step: "close_range",
@@ -68,4 +104,19 @@ pub fn not_dumpable() -> Result<(), ProcessError> {
         step: "PR_SET_DUMPABLE",
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closing_ranges;
+
+    #[test]
+    fn everything_above_2_but_the_kept_descriptors_is_closed() {
+        assert_eq!(closing_ranges(&[]), [(3, u32::MAX)]);
+        assert_eq!(
+            closing_ranges(&[9, 5, 6, 2, -1, 5]),
+            [(3, 4), (7, 8), (10, u32::MAX)]
+        );
+        assert_eq!(closing_ranges(&[3, 4]), [(5, u32::MAX)]);
+    }
 }

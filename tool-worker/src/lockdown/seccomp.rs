@@ -384,8 +384,12 @@ pub fn prologue_filter() -> BpfProgram {
 }
 
 /// Installs both filters on the calling thread (and what it will exec). Needs `no_new_privs`.
-pub fn install(network: bool) -> Result<(), SeccompError> {
-    let table = table_filter(network)?;
+/// `compiled`: the table for `network` compiled ahead (by the zygote), else compiled here.
+pub fn install(network: bool, compiled: Option<&BpfProgram>) -> Result<(), SeccompError> {
+    let table = match compiled {
+        Some(table) => std::borrow::Cow::Borrowed(table),
+        None => std::borrow::Cow::Owned(table_filter(network)?),
+    };
     seccompiler::apply_filter(&prologue_filter())?;
     seccompiler::apply_filter(&table)?;
     Ok(())
