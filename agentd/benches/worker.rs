@@ -209,9 +209,9 @@ fn pooled_call(rt: &tokio::runtime::Runtime, pool: &WorkerPool) -> Sample {
     }
 }
 
-/// A worker forked by the zygote whose channel is at EOF: it does its spec-independent steps,
-/// finds no spec and exits; waited for until the zygote has reaped it.
-fn zygote_fork_exit(rt: &tokio::runtime::Runtime, worker: &std::path::Path) {
+/// A worker forked by the zygote (as `contain` asks) whose channel is at EOF: it does its
+/// spec-independent steps, finds no spec and exits; waited for until the zygote has reaped it.
+fn zygote_fork_exit(rt: &tokio::runtime::Runtime, worker: &std::path::Path, contain: u8) {
     let zygote = agentd::worker::zygote::for_program(worker, None);
     assert!(
         zygote.is_some(),
@@ -223,7 +223,7 @@ fn zygote_fork_exit(rt: &tokio::runtime::Runtime, worker: &std::path::Path) {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
         drop(ours);
         let (_read, write) = nix::unistd::pipe()?;
-        let child = zygote.fork(theirs.into(), write).await?;
+        let child = zygote.fork(theirs.into(), write, contain).await?;
         child.wait().await;
         std::io::Result::Ok(())
     });
@@ -309,10 +309,20 @@ fn main() {
         Row::part("part: fork from the zygote, exits (no spec)", || {
             measure(|| {
                 let start = Instant::now();
-                zygote_fork_exit(&rt, &worker);
+                zygote_fork_exit(&rt, &worker, tool_worker::zygote::PLAIN);
                 start
             })
         }),
+        Row::part(
+            "part: cloned init of new namespaces (as calls are), exits",
+            || {
+                measure(|| {
+                    let start = Instant::now();
+                    zygote_fork_exit(&rt, &worker, tool_worker::zygote::CONTAINED_MOUNTS);
+                    start
+                })
+            },
+        ),
         Row::part("part: `sh -c read` in a call cgroup (vs baseline)", || {
             measure(|| {
                 let start = Instant::now();
@@ -513,16 +523,28 @@ fn lockdown_steps() {
                 (root || contain::enter(false, false).is_ok()) && caps::clear_all().is_ok()
             },
         ),
-        ("Landlock: build the ruleset, restrict_self", |s| {
-            landlock::enforce(s, false).is_ok()
-        }),
-        ("(Landlock's paths opened and stat'ed, no Landlock)", |s| {
-            open_landlock_paths(s)
+        (
+            "Landlock: open its paths, build the ruleset, restrict_self",
+            |s| landlock::enforce(s, false, None).is_ok(),
+        ),
+        (
+            "(Landlock's fixed paths opened and stat'ed, no Landlock)",
+            |s| open_landlock_paths(s),
+        ),
+        ("Landlock, fixed paths opened ahead (zygote)", |s| {
+            landlock::enforce(s, false, take_warm().fixed).is_ok()
         }),
         ("seccomp: compile and install both filters", |_| {
-            seccomp::install(false).is_ok()
+            seccomp::install(false, None).is_ok()
+        }),
+        ("seccomp: install both, compiled ahead (zygote)", |_| {
+            let warm = take_warm();
+            seccomp::install(false, warm.tables.as_ref().map(|t| t.get(false))).is_ok()
         }),
     ];
+    if let Ok(mut warm) = WARM.lock() {
+        *warm = Some(tool_worker::lockdown::warm::Preparer::prepare().into_warm());
+    }
     let mut samples: Vec<Vec<Sample>> = steps.iter().map(|_| Vec::new()).collect();
     let mut failed: Vec<bool> = steps.iter().map(|_| false).collect();
     for _ in 0..calls() {
@@ -580,33 +602,20 @@ fn run_in_child(step: fn(&SandboxSpec) -> bool, spec: &SandboxSpec) -> bool {
     }
 }
 
-/// What Landlock's rule building does besides Landlock itself, on about the same paths: each
-/// opened `O_PATH`, `fstat`ed (by `add_paths`, to tell a directory from a file) and closed.
-/// The paths are the worker's own lists (system paths, devices, `/etc` entries).
-fn open_landlock_paths(spec: &SandboxSpec) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
-    use tool_worker::lockdown::landlock::{DEVICES, SYSTEM_PATHS};
-    let system = SYSTEM_PATHS.iter().chain(DEVICES);
-    let etc = tool_worker::lockdown::landlock::ETC_READABLE
-        .iter()
-        .map(|p| std::path::Path::new("/etc").join(p));
-    let all = system
-        .map(PathBuf::from)
-        .chain(etc)
-        .chain([spec.tmp_dir.clone(), spec.workspace.clone()]);
-    let mut opened = 0;
-    for path in all {
-        let Ok(file) = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_PATH)
-            .open(&path)
-        else {
-            continue;
-        };
-        let _ = file.metadata();
-        opened += 1;
-    }
-    // The worker also lists /etc for versioned directories (python3.*, java-*-openjdk).
-    let listed = std::fs::read_dir("/etc").map(|d| d.count()).unwrap_or(0);
-    opened > 0 && listed > 0
+/// What Landlock's rule building does besides Landlock itself: the fixed paths (system trees,
+/// devices, the `/etc` allowlist) each opened `O_PATH` and `fstat`ed, by the worker's own code.
+fn open_landlock_paths(_: &SandboxSpec) -> bool {
+    !tool_worker::lockdown::landlock::open_fixed().is_empty()
+}
+
+/// What a zygote prepares ahead for the workers it forks; made by the steps program before it
+/// forks its children, taken (in its own copy) by a child that measures with it.
+static WARM: std::sync::Mutex<Option<tool_worker::lockdown::warm::Warm>> =
+    std::sync::Mutex::new(None);
+
+fn take_warm() -> tool_worker::lockdown::warm::Warm {
+    WARM.lock()
+        .ok()
+        .and_then(|mut w| w.take())
+        .unwrap_or_default()
 }

@@ -21,19 +21,26 @@
 //! The zygote exits when the supervisor's end closes (the supervisor is gone); its workers then
 //! die with it (`PR_SET_PDEATHSIG`, which each sets on the zygote, its parent).
 
+use crate::lockdown::warm::{Preparer, Warm};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
 use nix::unistd::{ForkResult, Pid, fork};
 use std::io::IoSliceMut;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use crate::lockdown::warm::Preparer;
 
 /// The argument that makes the worker binary serve as a zygote.
 pub const ZYGOTE_ARG: &str = "--zygote";
 /// The zygote's first message, so a supervisor can tell a zygote from a binary that is not one.
 pub const HELLO: [u8; 2] = [b'Z', 1];
-/// Request: fork a worker (descriptors: channel, stderr).
+/// Request: fork a worker (descriptors: channel, stderr), then one byte: [`PLAIN`],
+/// [`CONTAINED`] or [`CONTAINED_MOUNTS`] (a request of the one byte alone is [`PLAIN`]).
 pub const FORK: u8 = b'F';
+/// Fork: the worker makes its namespaces itself (the `full-access` profile, or any).
+pub const PLAIN: u8 = 0;
+/// Fork: the worker is born the init of new PID and IPC (and, unless root, user) namespaces.
+pub const CONTAINED: u8 = 1;
+/// As [`CONTAINED`], with a mount namespace too (every profile but `full-access`).
+pub const CONTAINED_MOUNTS: u8 = 2;
 /// Reply: forked (`pid: i32`; descriptor: pidfd).
 pub const FORKED: u8 = b'P';
 /// Reply: the fork failed (`errno: i32`).
@@ -199,6 +206,26 @@ pub fn send(sock: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> nix::
     }
 }
 
+/// The zygote itself, as its workers check on it.
+struct Zygote {
+    pid: i32,
+    /// Readable once the zygote has exited: how a worker born in a new PID namespace, where
+    /// `getppid()` is 0, checks on it.
+    pidfd: OwnedFd,
+}
+
+impl Zygote {
+    fn open() -> Option<Zygote> {
+        let pid = nix::unistd::getpid().as_raw();
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+        let raw = RawFd::try_from(raw).ok().filter(|fd| *fd >= 0)?;
+        // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(raw) };
+        Some(Zygote { pid, pidfd })
+    }
+}
+
 /// A forked worker the zygote waits for.
 struct Child {
     pid: Pid,
@@ -221,6 +248,9 @@ pub fn serve(parent: Option<i32>) -> i32 {
     if send(control.as_fd(), &HELLO, &[]).is_err() {
         return crate::EXIT_FAILED;
     }
+    let Some(me) = Zygote::open() else {
+        return crate::EXIT_FAILED;
+    };
     let mut preparer = Preparer::prepare();
     let mut children: Vec<Child> = Vec::new();
     loop {
@@ -241,7 +271,7 @@ pub fn serve(parent: Option<i32>) -> i32 {
         if any_ended && reap(&control, &mut children).is_err() {
             return 0;
         }
-        if control_ready && !serve_one(&control, &mut children, &mut preparer) {
+        if control_ready && !serve_one(&control, &mut children, &mut preparer, &me) {
             return 0;
         }
     }
@@ -287,61 +317,117 @@ fn reap(control: &OwnedFd, children: &mut Vec<Child>) -> nix::Result<()> {
 }
 
 /// Serves one request. `false` when the supervisor is gone (or broke the protocol).
-fn serve_one(control: &OwnedFd, children: &mut Vec<Child>, preparer: &mut Preparer) -> bool {
+fn serve_one(
+    control: &OwnedFd,
+    children: &mut Vec<Child>,
+    preparer: &mut Preparer,
+    me: &Zygote,
+) -> bool {
     let mut buf = [0u8; MAX_MESSAGE];
     let (len, fds) = match receive(control.as_fd(), &mut buf) {
         Ok(Some(got)) => got,
         Ok(None) | Err(_) => return false,
     };
     let [chan, stderr]: [OwnedFd; 2] = match fds.try_into() {
-        Ok(pair) if len == 1 && buf[0] == FORK => pair,
+        Ok(pair) if buf[0] == FORK && len <= 2 => pair,
         _ => return false,
     };
+    let how = if len == 2 { buf[1] } else { PLAIN };
     preparer.refresh();
-    let me = nix::unistd::getpid().as_raw();
-    // SAFETY: the zygote is single-threaded, so the child may run any code after fork.
-    match unsafe { fork() } {
+    match start_child(how, me) {
         Err(e) => send(
             control.as_fd(),
             &Reply::Failed { errno: e as i32 }.encode(),
             &[],
         )
         .is_ok(),
-        Ok(ForkResult::Child) => become_worker(chan, stderr, me, std::mem::take(preparer)),
-        Ok(ForkResult::Parent { child }) => {
+        Ok(Started::Child(contained)) => {
+            let mut warm = std::mem::take(preparer).into_warm();
+            warm.contained = contained;
+            become_worker(chan, stderr, me.pid, warm)
+        }
+        Ok(Started::Parent(child)) => {
             drop((chan, stderr));
-            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1. The
-            // child cannot have been reaped yet (only this loop reaps), so the pid is ours.
-            let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, child.as_raw(), 0u32) };
-            let Ok(raw) = RawFd::try_from(raw) else {
-                return false;
-            };
-            if raw < 0 {
-                let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
-                return send(
-                    control.as_fd(),
-                    &Reply::Failed {
-                        errno: nix::Error::last() as i32,
-                    }
-                    .encode(),
-                    &[],
-                )
-                .is_ok();
-            }
-            // SAFETY: the kernel just returned this descriptor; nothing else owns it.
-            let pidfd = unsafe { OwnedFd::from_raw_fd(raw) };
-            let sent = send(
-                control.as_fd(),
-                &Reply::Forked {
-                    pid: child.as_raw(),
-                }
-                .encode(),
-                &[pidfd.as_fd()],
-            );
-            children.push(Child { pid: child, pidfd });
-            sent.is_ok()
+            forked(control, children, child)
         }
     }
+}
+
+/// Tells the supervisor a worker was forked, with its pidfd, and keeps it to reap.
+fn forked(control: &OwnedFd, children: &mut Vec<Child>, child: Pid) -> bool {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1. The child
+    // cannot have been reaped yet (only the zygote's loop reaps), so the pid is ours.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, child.as_raw(), 0u32) };
+    let Ok(raw) = RawFd::try_from(raw) else {
+        return false;
+    };
+    if raw < 0 {
+        let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
+        return send(
+            control.as_fd(),
+            &Reply::Failed {
+                errno: nix::Error::last() as i32,
+            }
+            .encode(),
+            &[],
+        )
+        .is_ok();
+    }
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let sent = send(
+        control.as_fd(),
+        &Reply::Forked {
+            pid: child.as_raw(),
+        }
+        .encode(),
+        &[pidfd.as_fd()],
+    );
+    children.push(Child { pid: child, pidfd });
+    sent.is_ok()
+}
+
+/// What [`start_child`] returned in each process.
+enum Started {
+    Parent(Pid),
+    /// In the child: the namespaces it was born init of, if any.
+    Child(Option<crate::lockdown::contain::Cloned>),
+}
+
+/// Forks the worker: born init of its namespaces when `how` asks and the kernel allows, else a
+/// plain fork whose worker makes them itself (and names the step that fails, if one does).
+fn start_child(how: u8, zygote: &Zygote) -> nix::Result<Started> {
+    use crate::lockdown::contain::{CloneResult, clone_init};
+    if how == CONTAINED || how == CONTAINED_MOUNTS {
+        match clone_init(how == CONTAINED_MOUNTS) {
+            Ok(CloneResult::Parent(pid)) => return Ok(Started::Parent(pid)),
+            Ok(CloneResult::Child(cloned)) => {
+                // Our parent is outside our PID namespace (getppid() says 0): watch it through
+                // its pidfd, after asking for the signal, so its death in between is seen.
+                let gone = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .is_err()
+                    || has_exited(zygote.pidfd.as_fd());
+                if gone {
+                    // SAFETY: _exit ends this child at once; nothing of the zygote's needs running.
+                    unsafe { libc::_exit(crate::EXIT_FAILED) }
+                }
+                return Ok(Started::Child(Some(cloned)));
+            }
+            // Not allowed here (e.g. user namespaces off): the worker tries, and says why.
+            Err(_) => {}
+        }
+    }
+    // SAFETY: the zygote is single-threaded, so the child may run any code after fork.
+    match unsafe { fork() }? {
+        ForkResult::Parent { child } => Ok(Started::Parent(child)),
+        ForkResult::Child => Ok(Started::Child(None)),
+    }
+}
+
+/// Whether the process behind `pidfd` has exited (its pidfd is readable then).
+fn has_exited(pidfd: BorrowedFd<'_>) -> bool {
+    let mut fds = [PollFd::new(pidfd, PollFlags::POLLIN)];
+    !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
 }
 
 /// In the forked child: the channel becomes fd 0, stderr fd 2, `/dev/null` fd 1 (what the
@@ -349,7 +435,7 @@ fn serve_one(control: &OwnedFd, children: &mut Vec<Child>, preparer: &mut Prepar
 /// again, as after an exec: the zygote's `PR_SET_DUMPABLE 0` would leave `/proc/self` owned by
 /// root, and an unprivileged worker could not write its user namespace's id maps (it turns
 /// itself non-dumpable again once it has).
-fn become_worker(chan: OwnedFd, stderr: OwnedFd, zygote: i32, preparer: Preparer) -> ! {
+fn become_worker(chan: OwnedFd, stderr: OwnedFd, zygote: i32, warm: Warm) -> ! {
     if nix::sys::prctl::set_dumpable(true).is_err() {
         // SAFETY: _exit ends this child at once; nothing of the zygote's needs running.
         unsafe { libc::_exit(crate::EXIT_FAILED) }
@@ -364,8 +450,12 @@ fn become_worker(chan: OwnedFd, stderr: OwnedFd, zygote: i32, preparer: Preparer
         // SAFETY: _exit ends this child at once; nothing of the zygote's needs running.
         unsafe { libc::_exit(crate::EXIT_FAILED) }
     }
-    let args = ["--parent".to_owned(), zygote.to_string()];
-    let code = crate::run_warm(args.into_iter(), preparer.into_warm());
+    // Born in a new PID namespace, a worker sees no parent (`start_child` checked on it).
+    let args = match warm.contained {
+        Some(_) => Vec::new(),
+        None => vec!["--parent".to_owned(), zygote.to_string()],
+    };
+    let code = crate::run_warm(args.into_iter(), warm);
     // SAFETY: as above; the zygote's buffers and destructors are not this process's to run.
     unsafe { libc::_exit(code) }
 }

@@ -45,15 +45,16 @@ pub type Stderr = Box<dyn AsyncRead + Unpin + Send>;
 
 impl Process {
     /// Starts `program` as a worker on `chan`, with `hosted_arg` first when the binary hosts the
-    /// worker behind it.
+    /// worker behind it. `contain`: how a zygote forks it (`tool_worker::zygote::CONTAINED…`).
     pub async fn start(
         program: &Path,
         hosted_arg: Option<&str>,
         chan: OwnedFd,
+        contain: u8,
     ) -> std::io::Result<(Process, Option<Stderr>)> {
         if let Some(zygote) = zygote::for_program(program, hosted_arg) {
             let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-            let child = zygote.fork(chan, write).await?;
+            let child = zygote.fork(chan, write, contain).await?;
             let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(read)
                 .ok()
                 .map(|r| Box::new(r) as Stderr);

@@ -249,10 +249,16 @@ pub async fn start_with(
     .map_err(WorkerError::Cgroup)?;
     // A configured path that is this very binary (an installed `agentd`) hosts the worker too.
     let hosted = self_hosted || std::env::current_exe().is_ok_and(|exe| exe == program);
+    // A zygote makes the worker the init of its namespaces as it forks it (one process fewer).
+    let contain = match spec.profile {
+        protocol::worker::SandboxProfile::FullAccess => tool_worker::zygote::CONTAINED,
+        _ => tool_worker::zygote::CONTAINED_MOUNTS,
+    };
     let (mut child, stderr) = Process::start(
         &program,
         hosted.then_some(SELF_HOSTED_WORKER_ARG),
         OwnedFd::from(theirs),
+        contain,
     )
     .await
     .map_err(spawn_err)?;

@@ -167,8 +167,14 @@ impl Zygote {
         lock(&self.shared).alive
     }
 
-    /// Forks a worker whose channel is `chan` and stderr `stderr`.
-    pub async fn fork(&self, chan: OwnedFd, stderr: OwnedFd) -> io::Result<WorkerProcess> {
+    /// Forks a worker whose channel is `chan` and stderr `stderr`; `contain` says which
+    /// namespaces it is born init of ([`tool_worker::zygote::PLAIN`], `CONTAINED`, …).
+    pub async fn fork(
+        &self,
+        chan: OwnedFd,
+        stderr: OwnedFd,
+        contain: u8,
+    ) -> io::Result<WorkerProcess> {
         let (tx, rx) = oneshot::channel();
         {
             // Sent under the lock, so requests and the queue of their answers stay in order.
@@ -176,7 +182,11 @@ impl Zygote {
             if !shared.alive {
                 return Err(gone());
             }
-            send(self.sock.as_fd(), &[FORK], &[chan.as_fd(), stderr.as_fd()])?;
+            send(
+                self.sock.as_fd(),
+                &[FORK, contain],
+                &[chan.as_fd(), stderr.as_fd()],
+            )?;
             shared.pending.push_back(tx);
         }
         drop((chan, stderr));

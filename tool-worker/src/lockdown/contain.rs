@@ -88,16 +88,97 @@ pub fn enter(is_root: bool, mounts: bool) -> Result<Namespaces, ContainError> {
         flags: "CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC [| CLONE_NEWNS]",
         source,
     })?;
+    write_id_maps(uid, gid)?;
+    Ok(Namespaces {
+        how: USER_PID_NAMESPACE,
+        mount: mounts,
+    })
+}
+
+/// Namespaces a zygote created together with this process ([`clone_init`]): the process is
+/// their init already; [`finish`] completes what [`enter`] would have done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cloned {
+    /// Whether a mount namespace was made.
+    pub mount: bool,
+    /// The parent namespace's uid and gid, when a user namespace was made (not root): its id
+    /// maps are still to be written.
+    pub user: Option<(u32, u32)>,
+}
+
+/// What [`clone_init`] returned in each process.
+#[derive(Debug)]
+pub enum CloneResult {
+    /// In the zygote: the child.
+    Parent(nix::unistd::Pid),
+    /// In the child: the namespaces it is init of.
+    Child(Cloned),
+}
+
+/// Forks a child that is born the init of new PID and IPC namespaces (a mount namespace too
+/// when `mounts`, and a user namespace mapping only our ids when not root): [`enter`] and
+/// [`become_init`] in one step and one process, instead of a worker that unshares and forks
+/// again. The caller must be single-threaded (as for `fork`).
+pub fn clone_init(mounts: bool) -> nix::Result<CloneResult> {
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
+    if mounts {
+        flags |= libc::CLONE_NEWNS;
+    }
+    let user = (uid != 0).then_some((uid, gid));
+    if user.is_some() {
+        flags |= libc::CLONE_NEWUSER;
+    }
+    // SAFETY: clone without CLONE_VM and with a null stack is fork with namespace flags: the
+    // child gets a copy-on-write copy of this (single-threaded) process and returns 0; no
+    // pointer is passed.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::c_ulong::from((flags | libc::SIGCHLD).cast_unsigned()),
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    match rc {
+        -1 => Err(nix::Error::last()),
+        0 => Ok(CloneResult::Child(Cloned {
+            mount: mounts,
+            user,
+        })),
+        pid => Ok(CloneResult::Parent(nix::unistd::Pid::from_raw(
+            i32::try_from(pid).map_err(|_| nix::Error::EOVERFLOW)?,
+        ))),
+    }
+}
+
+/// In a child of [`clone_init`]: writes the user namespace's id maps, if it has one.
+pub fn finish(cloned: Cloned) -> Result<Namespaces, ContainError> {
+    let how = match cloned.user {
+        Some((uid, gid)) => {
+            write_id_maps(uid, gid)?;
+            USER_PID_NAMESPACE
+        }
+        None => PID_NAMESPACE,
+    };
+    Ok(Namespaces {
+        how,
+        mount: cloned.mount,
+    })
+}
+
+/// Maps only `uid` and `gid` of the parent namespace into the user namespace just made, each to
+/// itself; no supplementary groups can be set in it.
+fn write_id_maps(uid: u32, gid: u32) -> Result<(), ContainError> {
     let write = |file: &'static str, text: String| {
         std::fs::write(file, text).map_err(|source| ContainError::IdMap { file, source })
     };
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
-    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
-    Ok(Namespaces {
-        how: USER_PID_NAMESPACE,
-        mount: mounts,
-    })
+    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
 }
 
 fn init_err(step: &'static str) -> impl FnOnce(nix::Error) -> ContainError {

@@ -31,6 +31,8 @@ pub struct Warm {
     pub fixed: Option<Vec<Fixed>>,
     /// The seccomp tables compiled, without and with network.
     pub tables: Option<Tables>,
+    /// The namespaces the zygote made this worker the init of, when it did.
+    pub contained: Option<super::contain::Cloned>,
 }
 
 /// Both compiled seccomp tables.
@@ -93,7 +95,7 @@ impl Preparer {
         Preparer {
             warm: Warm {
                 fixed,
-                tables: None,
+                ..Warm::default()
             },
             watch,
             source: Some(source),

@@ -41,12 +41,20 @@ fn a_fixed_path_replaced_or_made_later_is_opened_again_before_the_next_fork() {
     let hosts = dir().join("hosts");
     std::fs::write(&hosts, "one").unwrap();
     let mut preparer = Preparer::watching(source);
-    assert_eq!(inodes(&preparer), [ino(&hosts)], "what does not exist is left out");
+    assert_eq!(
+        inodes(&preparer),
+        [ino(&hosts)],
+        "what does not exist is left out"
+    );
     let kept = preparer.keep();
     assert_eq!(kept.len(), 1);
 
     preparer.refresh();
-    assert_eq!(preparer.keep(), kept, "nothing changed: the same descriptors");
+    assert_eq!(
+        preparer.keep(),
+        kept,
+        "nothing changed: the same descriptors"
+    );
 
     // Replaced by a rename, as resolv.conf and ld.so.cache are: the old descriptor would grant
     // the old inode only.
