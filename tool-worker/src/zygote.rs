@@ -13,13 +13,19 @@
 //! kept, descriptors passed with `SCM_RIGHTS`):
 //! * zygote → supervisor, first: [`HELLO`] (a configured worker binary that is not a zygote
 //!   never says it, and is executed per call instead);
-//! * supervisor → zygote: [`FORK`] with two descriptors, the worker's channel and its stderr;
+//! * supervisor → zygote: [`FORK`] with two descriptors, the worker's channel and its stderr,
+//!   and how to contain it: the worker is cloned straight into new PID and IPC (and mount, and
+//!   unless root user) namespaces as their init, one process fewer per call than a worker that
+//!   unshares and forks again (which it still does when the kernel refuses the clone);
 //! * zygote → supervisor: [`FORKED`] + pid with the worker's pidfd (to kill it, which works for
 //!   a process that is not one's child), or [`FAILED`] + errno; later [`EXITED`] + pid + how it
 //!   ended, once the zygote has reaped it (a worker is the zygote's child, not the supervisor's).
 //!
 //! The zygote exits when the supervisor's end closes (the supervisor is gone); its workers then
 //! die with it (`PR_SET_PDEATHSIG`, which each sets on the zygote, its parent).
+//!
+//! What every worker would otherwise redo, the zygote prepares once ([`crate::lockdown::warm`]):
+//! the fixed Landlock paths opened, the seccomp tables compiled.
 
 use crate::lockdown::warm::{Preparer, Warm};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};

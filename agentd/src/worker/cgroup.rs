@@ -148,8 +148,9 @@ impl CallGroup {
 
 impl Drop for CallGroup {
     fn drop(&mut self) {
-        // The worker is its PID namespace's parent; the namespace's init (killed by
-        // `PR_SET_PDEATHSIG` when the worker dies) may still be exiting when the worker is reaped.
+        // The worker is its PID namespace's init (or, where the kernel refused that clone, the
+        // init's parent): the namespace's other processes, killed by the kernel when the init
+        // dies, may still be exiting when the worker is reaped.
         self.kill();
         for dir in &self.dirs {
             // Empty once the worker and its namespace are gone, which takes a moment after a
