@@ -534,13 +534,18 @@ fn lockdown_steps() {
         ("Landlock, fixed paths opened ahead (zygote)", |s| {
             landlock::enforce(s, false, take_warm().fixed).is_ok()
         }),
-        ("seccomp: compile and install both filters", |_| {
-            seccomp::install(false, None).is_ok()
-        }),
-        ("seccomp: install both, compiled ahead (zygote)", |_| {
-            let warm = take_warm();
-            seccomp::install(false, warm.tables.as_ref().map(|t| t.get(false))).is_ok()
-        }),
+        (
+            "seccomp: compile and install both filters (exec'd worker)",
+            |_| seccomp::install(false).is_ok(),
+        ),
+        (
+            "seccomp: the late part only (the zygote holds the rest)",
+            |_| {
+                let warm = take_warm();
+                warm.tables
+                    .is_some_and(|t| seccomp::apply(t.late(false)).is_ok())
+            },
+        ),
     ];
     if let Ok(mut warm) = WARM.lock() {
         *warm = Some(tool_worker::lockdown::warm::Preparer::prepare().into_warm());

@@ -258,6 +258,7 @@ pub fn serve(parent: Option<i32>) -> i32 {
         return crate::EXIT_FAILED;
     };
     let mut preparer = Preparer::prepare();
+    preparer.install_early_seccomp();
     let mut children: Vec<Child> = Vec::new();
     loop {
         let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(children.len() + 1);

@@ -97,8 +97,11 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
     process::no_new_privs().map_err(|e| fail(WorkerStep::NoNewPrivs, e))?;
     let (landlock, abi) = landlock::enforce(spec, namespaces.mount, warm.fixed)
         .map_err(|e| fail(WorkerStep::Landlock, e))?;
-    let table = warm.tables.as_ref().map(|t| t.get(spec.network));
-    seccomp::install(spec.network, table).map_err(|e| fail(WorkerStep::Seccomp, e))?;
+    match &warm.tables {
+        Some(tables) => seccomp::install_late(tables.late(spec.network)),
+        None => seccomp::install(spec.network),
+    }
+    .map_err(|e| fail(WorkerStep::Seccomp, e))?;
 
     match landlock {
         LandlockStatus::PartiallyEnforced => {

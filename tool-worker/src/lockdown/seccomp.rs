@@ -278,6 +278,9 @@ pub enum SeccompError {
     /// The kernel refused the filter.
     #[error("installing the seccomp filter: {0}")]
     Install(#[from] seccompiler::Error),
+    /// A forked worker found no filter inherited from its zygote.
+    #[error("the zygote's seccomp filters are not in place; refusing to install only the rest")]
+    Missing,
 }
 
 fn cond(
@@ -293,10 +296,59 @@ fn has_bit(arg: u8, bit: u64) -> Result<SeccompCondition, seccompiler::BackendEr
     cond(arg, SeccompCmpOp::MaskedEq(bit), bit)
 }
 
+/// The syscalls whose entries a zygote cannot install ahead for the workers it forks, so each
+/// worker installs them itself (the late part of the table): what the worker's own lockdown
+/// calls after the fork — the mount family, and `unshare` and `clone` with namespace flags
+/// where the kernel refused the zygote's clone — and `socket`, whose entry follows the call's
+/// network setting. The zygote itself clones with namespace flags, so `clone` is late too.
+pub const LATE: &[i64] = &[
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_mount_setattr,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_clone,
+    libc::SYS_socket,
+];
+
+/// Which entries of the table a filter holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// All of them: a worker that was executed, not forked by a zygote.
+    All,
+    /// All but [`LATE`]: installed once by the zygote, inherited by every worker it forks.
+    Early,
+    /// Only [`LATE`]: installed by each forked worker at the end of its lockdown.
+    Late,
+}
+
+impl Part {
+    fn holds(self, nr: i64) -> bool {
+        match self {
+            Part::All => true,
+            Part::Early => !LATE.contains(&nr),
+            Part::Late => LATE.contains(&nr),
+        }
+    }
+}
+
 /// Compiles the table into the EPERM filter. Pure: nothing is installed.
 pub fn table_filter(network: bool) -> Result<BpfProgram, SeccompError> {
+    part_filter(network, Part::All)
+}
+
+/// Compiles `part` of the table. Pure: nothing is installed.
+pub fn part_filter(network: bool, part: Part) -> Result<BpfProgram, SeccompError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for entry in table(network) {
+    for entry in table(network).into_iter().filter(|e| part.holds(e.nr)) {
         let list = rules.entry(entry.nr).or_default();
         match entry.when {
             When::Always => {}
@@ -383,15 +435,40 @@ pub fn prologue_filter() -> BpfProgram {
     ]
 }
 
-/// Installs both filters on the calling thread (and what it will exec). Needs `no_new_privs`.
-/// `compiled`: the table for `network` compiled ahead (by the zygote), else compiled here.
-pub fn install(network: bool, compiled: Option<&BpfProgram>) -> Result<(), SeccompError> {
-    let table = match compiled {
-        Some(table) => std::borrow::Cow::Borrowed(table),
-        None => std::borrow::Cow::Owned(table_filter(network)?),
-    };
+/// Installs both filters, the whole table, on the calling thread (and what it will exec). Needs
+/// `no_new_privs`. For a worker that was executed, not forked by a zygote.
+pub fn install(network: bool) -> Result<(), SeccompError> {
     seccompiler::apply_filter(&prologue_filter())?;
-    seccompiler::apply_filter(&table)?;
+    seccompiler::apply_filter(&table_filter(network)?)?;
+    Ok(())
+}
+
+/// The zygote's part, once: the prologue and the [`Part::Early`] table, which every worker it
+/// forks inherits (the kernel shares a filter with children, it does not convert it again: that
+/// conversion was a tenth of a pooled call's CPU). Sets `no_new_privs` first, which an
+/// unprivileged process needs to install a filter, and which its workers set anyway.
+pub fn install_early(early: &BpfProgram) -> Result<(), SeccompError> {
+    nix::sys::prctl::set_no_new_privs()
+        .map_err(|e| SeccompError::Install(seccompiler::Error::Seccomp(std::io::Error::from(e))))?;
+    seccompiler::apply_filter(&prologue_filter())?;
+    seccompiler::apply_filter(early)?;
+    Ok(())
+}
+
+/// A forked worker's part: the [`Part::Late`] table, after checking that the zygote's filters
+/// are in place (refused otherwise: a worker never runs with half a table).
+pub fn install_late(late: &BpfProgram) -> Result<(), SeccompError> {
+    // SAFETY: PR_GET_SECCOMP takes no pointer and returns the calling thread's seccomp mode.
+    let mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
+    if mode != libc::SECCOMP_MODE_FILTER as i32 {
+        return Err(SeccompError::Missing);
+    }
+    apply(late)
+}
+
+/// Installs one compiled filter on the calling thread, nothing checked. Needs `no_new_privs`.
+pub fn apply(program: &BpfProgram) -> Result<(), SeccompError> {
+    seccompiler::apply_filter(program)?;
     Ok(())
 }
 

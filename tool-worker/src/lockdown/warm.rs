@@ -29,31 +29,37 @@ use std::path::{Path, PathBuf};
 pub struct Warm {
     /// The fixed Landlock paths, opened.
     pub fixed: Option<Vec<Fixed>>,
-    /// The seccomp tables compiled, without and with network.
+    /// The seccomp table's late part, compiled, when the zygote installed the early part (on
+    /// itself, so every worker it forks inherits it); `None`: the worker installs it all.
     pub tables: Option<Tables>,
     /// The namespaces the zygote made this worker the init of, when it did.
     pub contained: Option<super::contain::Cloned>,
 }
 
-/// Both compiled seccomp tables.
+/// The seccomp table split between the zygote and its workers ([`seccomp::Part`]): the early
+/// part, installed by the zygote, and the late part compiled for both network settings.
 #[derive(Debug)]
 pub struct Tables {
-    /// `network: false`.
+    /// [`seccomp::Part::Early`].
+    pub early: BpfProgram,
+    /// [`seccomp::Part::Late`], `network: false`.
     pub offline: BpfProgram,
-    /// `network: true`.
+    /// [`seccomp::Part::Late`], `network: true`.
     pub online: BpfProgram,
 }
 
 impl Tables {
     fn compile() -> Result<Tables, SeccompError> {
         Ok(Tables {
-            offline: seccomp::table_filter(false)?,
-            online: seccomp::table_filter(true)?,
+            // The early part does not depend on the network setting (a test holds it so).
+            early: seccomp::part_filter(false, seccomp::Part::Early)?,
+            offline: seccomp::part_filter(false, seccomp::Part::Late)?,
+            online: seccomp::part_filter(true, seccomp::Part::Late)?,
         })
     }
 
-    /// The table for a spec's network setting.
-    pub fn get(&self, network: bool) -> &BpfProgram {
+    /// The late part for a spec's network setting.
+    pub fn late(&self, network: bool) -> &BpfProgram {
         if network { &self.online } else { &self.offline }
     }
 }
@@ -99,6 +105,19 @@ impl Preparer {
             },
             watch,
             source: Some(source),
+        }
+    }
+
+    /// Installs the early part of the seccomp table on the calling process (the zygote), for
+    /// every worker it will fork. If that fails, the workers install the whole table themselves.
+    pub fn install_early_seccomp(&mut self) {
+        let installed = self
+            .warm
+            .tables
+            .as_ref()
+            .is_some_and(|t| seccomp::install_early(&t.early).is_ok());
+        if !installed {
+            self.warm.tables = None;
         }
     }
 

@@ -87,18 +87,25 @@ fn a_fixed_path_replaced_or_made_later_is_opened_again_before_the_next_fork() {
 }
 
 #[test]
-fn the_prepared_tables_are_the_ones_a_call_would_compile() {
-    let tables = Tables::compile().unwrap();
+fn the_early_and_late_parts_split_the_table_and_only_the_late_part_follows_the_network() {
+    use seccomp::{LATE, Part, table};
+    for network in [false, true] {
+        let all: Vec<i64> = table(network).iter().map(|e| e.nr).collect();
+        let early: Vec<i64> = all.iter().copied().filter(|n| !LATE.contains(n)).collect();
+        let late: Vec<i64> = all.iter().copied().filter(|n| LATE.contains(n)).collect();
+        assert_eq!(early.len() + late.len(), all.len());
+        assert!(late.contains(&libc::SYS_socket) && late.contains(&libc::SYS_clone));
+        assert!(early.contains(&libc::SYS_ptrace) && early.contains(&libc::SYS_fchmodat));
+    }
+    // Compiled once by the zygote for every network setting: it must not depend on it.
     let words = |p: &BpfProgram| -> Vec<(u16, u8, u8, u32)> {
         p.iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect()
     };
-    assert_eq!(
-        words(tables.get(false)),
-        words(&seccomp::table_filter(false).unwrap())
-    );
-    assert_eq!(
-        words(tables.get(true)),
-        words(&seccomp::table_filter(true).unwrap())
-    );
-    assert_ne!(words(tables.get(false)), words(tables.get(true)));
+    let early = |network| words(&seccomp::part_filter(network, Part::Early).unwrap());
+    assert_eq!(early(false), early(true));
+    let late = |network| words(&seccomp::part_filter(network, Part::Late).unwrap());
+    assert_ne!(late(false), late(true));
+    let tables = Tables::compile().unwrap();
+    assert_eq!(words(tables.late(true)), late(true));
+    assert_eq!(words(&tables.early), early(false));
 }
