@@ -3,13 +3,15 @@
 //! the read-only sandbox (so a write the policy allows still fails); only its report reaches the
 //! parent's history — live and after `--resume`; two `task` calls of one message run at once;
 //! an interrupt kills a subagent's calls and leaves a history that resumes; its step limit
-//! gives back its partial findings; and its approvals reach the user at the terminal.
+//! gives back its partial findings; and its approvals reach the user — at the terminal, and in
+//! the daemon through the session's client ([`through_daemon`]).
 //!
 //! The mock tells the conversations apart by their first user message: the parent's is the
 //! user's prompt, a subagent's is its task's prompt, which carries a key (`SUBTASK-…`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 mod support;
+mod through_daemon;
 
 use agentd_e2e::mock_llm::openai::{answer_reply as answer, bash_reply, finish, text, tool};
 use agentd_e2e::mock_llm::{MockLlm, Recorded, Reply};
