@@ -200,6 +200,17 @@ impl Dispatcher {
         deadline: Option<Instant>,
         emit: &Emit,
     ) -> Outcome {
+        if !cut_off && tools::specs().iter().all(|t| t.name != call.name) {
+            // Named with the tools this session offers, not every tool there is.
+            let names: Vec<String> = self.offered().into_iter().map(|t| t.name).collect();
+            emit(started(call, Verdict::Deny, "the call is malformed"));
+            let message = format!(
+                "There is no tool named `{}`. The tools are: {}.",
+                call.name,
+                names.join(", ")
+            );
+            return refuse(ToolStatus::Error, message);
+        }
         let request = match request_of(call, cut_off) {
             Ok(r) => r,
             Err((why, message)) => {

@@ -45,6 +45,7 @@ both!(
             ),
             ("c3", "task", task("deeper", "SUBTASK-B: go deeper")),
             ("c4", "write_todos", json!({"todos": []})),
+            ("c5", "delete_everything", json!({})),
         ]);
         let mock = rt.block_on(MockLlm::start_routed(
             vec![
@@ -133,6 +134,13 @@ both!(
         let c3 = result_in(&child[1], "c3");
         assert!(c3.contains("cannot start subagents"), "{c3}");
         assert!(result_in(&child[1], "c4").contains("not offered"));
+        let c5 = result_in(&child[1], "c5");
+        assert!(
+            c5.contains("no tool named `delete_everything`")
+                && c5.contains("bash, read_file, list_dir")
+                && !c5.contains("write_file"),
+            "the tools named are the subagent's: {c5}"
+        );
         // Stopped by the sandbox: the policy allowed the touch.
         let c2 = result_in(&child[1], "c2");
         assert!(c2.contains("QUOKKA"), "it reads: {c2}");
