@@ -15,6 +15,8 @@ pub struct ConfigFile {
     pub policy: Option<toml::Table>,
     /// The sandbox every call gets.
     pub sandbox: Option<SandboxSection>,
+    /// The agent loop.
+    pub agent: Option<AgentSection>,
     /// The daemon's socket server (`agentd serve`).
     pub server: Option<ServerSection>,
 }
@@ -62,6 +64,24 @@ impl ServerSection {
                 .shutdown_grace_ms
                 .map_or(d.shutdown_grace, std::time::Duration::from_millis),
         }
+    }
+}
+
+/// `[agent]`: the agent loop's settings that have no flag.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSection {
+    /// Model calls a subagent (a `task` call's child loop) may make, at least 1 (default
+    /// [`crate::agent::subagent::DEFAULT_MAX_STEPS`]).
+    pub subagent_max_steps: Option<std::num::NonZeroU32>,
+}
+
+impl AgentSection {
+    /// A subagent's step limit: the key, else the default.
+    pub fn subagent_max_steps(section: Option<&Self>) -> u32 {
+        section
+            .and_then(|a| a.subagent_max_steps)
+            .map_or(crate::agent::subagent::DEFAULT_MAX_STEPS, |n| n.get())
     }
 }
 
@@ -249,6 +269,19 @@ mod tests {
             .to_string();
         assert!(
             err.starts_with("/etc/agentd/config.toml:2:") && err.contains("modle"),
+            "{err}"
+        );
+        let c = parse("[agent]\nsubagent_max_steps = 7\n", "c.toml").unwrap();
+        assert_eq!(AgentSection::subagent_max_steps(c.agent.as_ref()), 7);
+        assert_eq!(
+            AgentSection::subagent_max_steps(None),
+            crate::agent::subagent::DEFAULT_MAX_STEPS
+        );
+        let err = parse("\n[agent]\nsubagent_max_steps = 0\n", "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("c.toml:3:") && err.contains("nonzero"),
             "{err}"
         );
         let err = parse("[providers]\nmodel = \"x\"\n", "c.toml")

@@ -31,7 +31,6 @@ use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -348,9 +347,10 @@ async fn run_turn(
         mode: ApprovalMode::Never,
         workers: worker::WorkerPool::new(worker_bin, sandbox, 1),
         home,
-        approver: crate::agent::approval::Approver::Nobody,
-        approvals: AtomicU64::new(0),
+        approver: crate::agent::approval::Approver::Nobody.into(),
+        approvals: Default::default(),
         session: Default::default(),
+        role: Default::default(),
     });
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let styled = styled();

@@ -45,6 +45,10 @@ wire_enum! {
         ContextCompacted(ContextCompacted),
         /// The turn ended.
         TurnFinished(TurnFinished),
+        /// Something that happened in a subagent (the child loop of a `task` call), tagged with
+        /// that call. Its transcript is not the session's history: clients may show it, and a
+        /// resumed session's history leaves it out.
+        Subagent(SubagentEvent),
     }
 }
 
@@ -199,4 +203,15 @@ pub struct TurnFinished {
     pub usage: TokenUsage,
     /// The error or limit, in words, when the reason is not `done`.
     pub message: Option<String>,
+}
+
+/// Payload of [`Event::Subagent`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubagentEvent {
+    /// The parent's `task` call that started the subagent.
+    pub call_id: ToolCallId,
+    /// The subagent's own event: `user_message` (its prompt) and `turn_started` when it starts,
+    /// its model's messages and tool calls, `turn_finished` when it ends. Never an approval:
+    /// those are the session's own events, answered as any other.
+    pub event: Box<Event>,
 }

@@ -85,7 +85,18 @@ fn request() -> impl Strategy<Value = Request> {
     ]
 }
 
+/// Any event: one of a session's own, or one of those wrapped as a subagent's.
 fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        4 => own_event(),
+        1 => (call_id(), own_event()).prop_map(|(call_id, event)| Event::Subagent(SubagentEvent {
+            call_id,
+            event: Box::new(event)
+        })),
+    ]
+}
+
+fn own_event() -> impl Strategy<Value = Event> {
     prop_oneof![
         any::<String>().prop_map(|text| Event::UserMessage(UserMessage { text })),
         any::<u64>().prop_map(|turn| Event::TurnStarted(TurnStarted { turn })),

@@ -21,7 +21,6 @@ use protocol::event::Event;
 use protocol::ids::SessionId;
 use protocol::verdict::ApprovalMode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 const STEPS: usize = 200;
@@ -67,9 +66,10 @@ fn main() {
             mode: ApprovalMode::OnRisk,
             workers: agentd::worker::WorkerPool::new("/nonexistent/tool-worker".into(), sandbox, 0),
             home: None,
-            approver: agentd::agent::approval::Approver::Nobody,
-            approvals: AtomicU64::new(0),
+            approver: agentd::agent::approval::Approver::Nobody.into(),
+            approvals: Default::default(),
             session: Default::default(),
+            role: Default::default(),
         });
         // The session as `agent run` makes it (not kept on disk: the bench times the supervisor,
         // not fsync), run by the engine.

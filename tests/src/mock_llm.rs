@@ -1,6 +1,8 @@
 //! A scripted mock LLM server: real HTTP/1.1 on 127.0.0.1, answering each request with the next
 //! scripted reply — JSON, a server-sent event stream, garbage, a cut stream or silence — and
-//! recording every request so tests can assert what the model was sent.
+//! recording every request so tests can assert what the model was sent. Requests of several
+//! conversations at once (a session and its subagents) can each follow a script of their own,
+//! told apart by their first user message ([`MockLlm::start_routed`]).
 //!
 //! It is as strict as the real APIs about what the conversation must look like ([`strict`]): a
 //! request the real provider would refuse gets that provider's 400, and the script does not
@@ -164,6 +166,8 @@ struct State {
     requests: Mutex<Vec<Recorded>>,
     /// The replies still to send.
     script: Mutex<VecDeque<Reply>>,
+    /// Scripts of their own for the conversations whose first user message contains the key.
+    routes: Mutex<Vec<(String, VecDeque<Reply>)>>,
     /// What was sent that must come back unchanged.
     issued: Mutex<strict::Issued>,
     /// Body bytes of endless replies written to clients so far.
@@ -198,6 +202,18 @@ impl MockLlm {
             }
         });
         Self { addr, state, task }
+    }
+
+    /// Starts a server that answers a request whose first user message contains one of the
+    /// `routes`' keys with the next reply of that route's script (the first key found wins),
+    /// and any other request with the next of `script`. Each script past its end answers 500.
+    pub async fn start_routed(script: Vec<Reply>, routes: Vec<(&str, Vec<Reply>)>) -> Self {
+        let mock = Self::start(script).await;
+        *mock.state.routes.lock().unwrap() = routes
+            .into_iter()
+            .map(|(key, replies)| (key.to_owned(), VecDeque::from(replies)))
+            .collect();
+        mock
     }
 
     /// The API root to configure a client with, e.g. `http://127.0.0.1:PORT/v1`.
@@ -281,6 +297,7 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     let raw_body = String::from_utf8_lossy(&buf[header_end..]).into_owned();
     let body = serde_json::from_str(&raw_body).unwrap_or(serde_json::Value::Null);
     let checked = strict::check(&path, &body, &state.issued.lock().unwrap());
+    let first = first_user_message(&body);
     state.requests.lock().unwrap().push(Recorded {
         method,
         path,
@@ -288,18 +305,15 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
         body,
         raw_body,
     });
-    let reply =
-        match checked {
-            Err(refusal) => refusal,
-            Ok(()) => {
-                let reply =
-                    state.script.lock().unwrap().pop_front().unwrap_or_else(|| {
-                        Reply::error(500, "the mock's script is exhausted", &[])
-                    });
-                strict::record(&mut state.issued.lock().unwrap(), &reply);
-                reply
-            }
-        };
+    let reply = match checked {
+        Err(refusal) => refusal,
+        Ok(()) => {
+            let reply = next_reply(&state, first.as_deref())
+                .unwrap_or_else(|| Reply::error(500, "the mock's script is exhausted", &[]));
+            strict::record(&mut state.issued.lock().unwrap(), &reply);
+            reply
+        }
+    };
     match reply {
         Reply::Json {
             status,
@@ -366,6 +380,32 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     }
     stream.flush().await?;
     stream.shutdown().await
+}
+
+/// The next reply for a request whose first user message is `first`: from the first route whose
+/// key it contains, else from the main script.
+fn next_reply(state: &State, first: Option<&str>) -> Option<Reply> {
+    let mut routes = state.routes.lock().unwrap();
+    if let Some(first) = first
+        && let Some((_, script)) = routes
+            .iter_mut()
+            .find(|(key, _)| first.contains(key.as_str()))
+    {
+        return script.pop_front();
+    }
+    drop(routes);
+    state.script.lock().unwrap().pop_front()
+}
+
+/// The first user message of a request in any of the three wire formats (OpenAI and Anthropic
+/// `messages`, Gemini `contents`), as JSON text.
+pub fn first_user_message(body: &serde_json::Value) -> Option<String> {
+    ["messages", "contents"]
+        .iter()
+        .filter_map(|k| body[*k].as_array())
+        .flatten()
+        .find(|m| m["role"] == "user")
+        .map(|m| m.to_string())
 }
 
 /// OpenAI chat-completions stream chunks.

@@ -6,7 +6,7 @@
 //! tool is missing is skipped with a message saying which.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
-use agentd::config::{ProviderSection, SandboxSection, ServerSection};
+use agentd::config::{AgentSection, ProviderSection, SandboxSection, ServerSection};
 use agentd_e2e::{As, Dir, binary, binary_for, command_for, give, test_user};
 use std::collections::BTreeSet;
 use std::os::linux::net::SocketAddrExt as _;
@@ -72,6 +72,12 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         .map(|p| p.into_inner())
         .collect();
     assert_eq!(protected, protocol::worker::DEFAULT_PROTECTED_PATHS);
+
+    let AgentSection { subagent_max_steps } = config.agent.unwrap();
+    assert_eq!(
+        subagent_max_steps.map(|n| n.get()),
+        Some(agentd::agent::subagent::DEFAULT_MAX_STEPS)
+    );
 
     let server = config.server.unwrap();
     assert_eq!(server.limits(), agentd::server::Limits::default());

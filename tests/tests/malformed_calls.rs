@@ -17,7 +17,6 @@ use protocol::session::FinishReason;
 use protocol::verdict::ApprovalMode;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 /// The arguments a model cut off mid-call writes.
 const BROKEN: &str = "{\"command\": \"cargo te";
@@ -160,9 +159,10 @@ fn dispatcher() -> Arc<Dispatcher> {
         // No worker may run: a malformed call never reaches one.
         workers: agentd::worker::WorkerPool::new("/nonexistent/tool-worker".into(), sandbox, 0),
         home: None,
-        approver: Approver::Nobody,
-        approvals: AtomicU64::new(0),
+        approver: Approver::Nobody.into(),
+        approvals: Default::default(),
         session: Default::default(),
+        role: Default::default(),
     })
 }
 

@@ -1,7 +1,10 @@
 //! Dispatching one tool call: arguments → policy → approval → a fresh worker. Every failure is a
-//! result the model reads; nothing here ends the session.
+//! result the model reads; nothing here ends the session. The tools a session offers follow the
+//! session ([`Dispatcher::offered`]): a read-only session or a subagent is not offered the tools
+//! that write, and refuses them if called anyway.
 
 use super::approval::Approver;
+use super::subagent::{self, Role};
 use super::tools;
 use crate::worker::WorkerPool;
 use policy::{Action, Context};
@@ -46,15 +49,63 @@ pub struct Dispatcher {
     pub workers: WorkerPool,
     /// The user's home, for `~` in policy rules.
     pub home: Option<PathBuf>,
-    /// Who answers `ask`.
-    pub approver: Approver,
-    /// Approval ids handed out.
-    pub approvals: AtomicU64,
+    /// Who answers `ask` (a subagent's asks go to its parent's).
+    pub approver: Arc<Approver>,
+    /// Approval ids handed out (shared with the session's subagents: ids are the session's).
+    pub approvals: Arc<AtomicU64>,
     /// The tools the session answers itself (todos, skills).
     pub session: super::session_tools::SessionTools,
+    /// A session of its own (offering `task` when it may start subagents), or a subagent.
+    pub role: Role,
 }
 
 impl Dispatcher {
+    /// The tools offered to the model in this session: the workers' tools its sandbox can use
+    /// (no tool that only writes in a read-only one), the session's own, and `task` where
+    /// subagents may start — less what a subagent is not offered.
+    pub fn offered(&self) -> Vec<crate::providers::model::ToolSpec> {
+        let mut offered = tools::offered(self.workers.sandbox().profile);
+        offered.extend(self.session.specs());
+        if self.role.subagents().is_some() {
+            offered.push(subagent::spec().clone());
+        }
+        offered.retain(|t| self.not_offered(&t.name).is_none());
+        offered
+    }
+
+    /// Why `name` is not offered in this session (and refused when called anyway), if it is
+    /// not.
+    fn not_offered(&self, name: &str) -> Option<&'static str> {
+        if matches!(self.role, Role::Subagent) && subagent::NOT_FOR_SUBAGENTS.contains(&name) {
+            return Some(if name == subagent::TOOL {
+                "it is not offered to a subagent: subagents cannot start subagents. Do the work yourself and report it."
+            } else {
+                "it is not offered to a subagent, which is read-only (its workers cannot write). Report what you found instead."
+            });
+        }
+        (self.workers.sandbox().profile == protocol::worker::SandboxProfile::ReadOnly
+            && super::tools::WRITERS.contains(&name))
+        .then_some(
+            "this session is read-only (its workers cannot write). Report what you found instead.",
+        )
+    }
+
+    /// The result of `call` when the turn's interrupt dropped it before it finished.
+    pub fn interrupted_result(&self, call: &ToolCall) -> String {
+        match self.role.subagents() {
+            Some(s) if call.name == subagent::TOOL => s.interrupted_result(&call.id),
+            _ => super::interrupt::INTERRUPTED_CALL.to_owned(),
+        }
+    }
+
+    /// Tokens this session's subagents used since the last call.
+    pub fn take_subagent_usage(&self) -> protocol::session::TokenUsage {
+        self.role
+            .subagents()
+            .map(subagent::Subagents::take_usage)
+            .unwrap_or_default()
+    }
+
     /// Whether `request` is a `read_file` of a file in this session's spill folder (a plain
     /// file name in it, nothing that leaves it).
     fn reads_own_spill(&self, request: &ToolRequest) -> bool {
@@ -99,12 +150,11 @@ impl Dispatcher {
         deadline: Option<Instant>,
         emit: &Emit,
     ) -> Outcome {
-        let refuse = |status, content: String| Outcome {
-            status,
-            content,
-            exit_code: None,
-            truncated: false,
-        };
+        if let Some(why) = self.not_offered(&call.name) {
+            emit(started(call, Verdict::Deny, "not offered in this session"));
+            let message = format!("`{}` is not offered in this session: {why}", call.name);
+            return refuse(ToolStatus::Denied, message);
+        }
         if !cut_off && self.session.answers(&call.name) {
             emit(started(
                 call,
@@ -118,16 +168,48 @@ impl Dispatcher {
                 return outcome;
             }
         }
-        if self.workers.sandbox().profile == protocol::worker::SandboxProfile::ReadOnly
-            && super::tools::WRITERS.contains(&call.name.as_str())
+        if let Some(subagents) = self.role.subagents()
+            && call.name == subagent::TOOL
         {
-            let why = "not offered in a read-only session";
-            emit(started(call, Verdict::Deny, why));
+            let task = match (cut_off, subagent::parse(&call.arguments)) {
+                (false, Ok(task)) => task,
+                (true, _) => {
+                    emit(started(
+                        call,
+                        Verdict::Deny,
+                        "the output limit cut the call off",
+                    ));
+                    return refuse(ToolStatus::Error, tools::CUT_OFF.to_owned());
+                }
+                (false, Err(message)) => {
+                    emit(started(call, Verdict::Deny, "the call is malformed"));
+                    return refuse(ToolStatus::Error, message);
+                }
+            };
+            emit(started(call, Verdict::Allow, subagent::WHY_ALLOWED));
+            return subagents.run(self, call, task, deadline, emit).await;
+        }
+        self.check_and_run(call, cut_off, deadline, emit).await
+    }
+
+    /// A worker's tool call: its request, the policy, an approval if one is needed, the worker.
+    async fn check_and_run(
+        &self,
+        call: &ToolCall,
+        cut_off: bool,
+        deadline: Option<Instant>,
+        emit: &Emit,
+    ) -> Outcome {
+        if !cut_off && tools::specs().iter().all(|t| t.name != call.name) {
+            // Named with the tools this session offers, not every tool there is.
+            let names: Vec<String> = self.offered().into_iter().map(|t| t.name).collect();
+            emit(started(call, Verdict::Deny, "the call is malformed"));
             let message = format!(
-                "`{}` is not offered in this session: it is read-only (its workers cannot write). Report what you found instead.",
-                call.name
+                "There is no tool named `{}`. The tools are: {}.",
+                call.name,
+                names.join(", ")
             );
-            return refuse(ToolStatus::Denied, message);
+            return refuse(ToolStatus::Error, message);
         }
         let request = match request_of(call, cut_off) {
             Ok(r) => r,
@@ -202,6 +284,17 @@ impl Dispatcher {
                 }
             }
         }
+        self.run_in_worker(call, request, deadline, emit).await
+    }
+
+    /// Runs an allowed call's `request` in a worker; `deadline` caps its time.
+    async fn run_in_worker(
+        &self,
+        call: &ToolCall,
+        request: ToolRequest,
+        deadline: Option<Instant>,
+        emit: &Emit,
+    ) -> Outcome {
         let timeout_ms = deadline.map(|deadline| {
             let left = deadline
                 .saturating_duration_since(Instant::now())
@@ -239,6 +332,16 @@ impl Dispatcher {
             }
             Err(e) => refuse(ToolStatus::Crashed, format!("The tool could not run: {e}")),
         }
+    }
+}
+
+/// A call that did not run, and why.
+fn refuse(status: ToolStatus, content: String) -> Outcome {
+    Outcome {
+        status,
+        content,
+        exit_code: None,
+        truncated: false,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The agent: the tools it offers ([`tools`]), how one call is dispatched ([`dispatch`]), who
-//! approves risky calls ([`approval`]) and the loop of one turn ([`turn`]).
+//! approves risky calls ([`approval`]), the loop of one turn ([`turn`]) and the child loops of
+//! `task` calls ([`subagent`]).
 
 pub mod approval;
 pub mod dispatch;
@@ -11,6 +12,7 @@ pub mod policy_cell;
 pub mod resume;
 pub mod session_tools;
 pub mod spill;
+pub mod subagent;
 pub use fitting::DEFAULT_WINDOW;
 pub mod tools;
 pub mod turn;

@@ -78,7 +78,10 @@ pub fn conversation(system: Message, records: &[Record]) -> (Vec<Message>, u64) 
             | Event::ToolCallStarted(_)
             | Event::ApprovalRequested(_)
             | Event::ApprovalResolved(_)
-            | Event::TodoListChanged(_) => continue,
+            | Event::TodoListChanged(_)
+            // A subagent's transcript: only its report, the `task` call's result, was the
+            // parent's history.
+            | Event::Subagent(_) => continue,
             _ => close(&mut messages, &mut open, &mut results),
         }
         match &record.event {

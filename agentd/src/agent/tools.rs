@@ -83,35 +83,7 @@ pub fn to_request(name: &str, arguments: &str) -> Result<ToolRequest, String> {
     let validator = validator
         .as_ref()
         .map_err(|e| format!("internal error: the schema of `{name}` does not compile: {e}"))?;
-    let text = if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    };
-    let args: Value = serde_json::from_str(text).map_err(|e| {
-        format!(
-            "The arguments of `{name}` are not valid JSON ({e}). Send one JSON object, e.g. {}.",
-            example(name)
-        )
-    })?;
-    let problems: Vec<String> = validator
-        .iter_errors(&args)
-        .map(|e| {
-            let at = e.instance_path.to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("`{}`: {e}", at.trim_start_matches('/'))
-            }
-        })
-        .collect();
-    if !problems.is_empty() {
-        return Err(format!(
-            "The arguments of `{name}` do not fit its schema: {}. Expected e.g. {}.",
-            problems.join("; "),
-            example(name)
-        ));
-    }
+    let args = check_args(name, validator, arguments)?;
     let s = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
     let n = |k: &str| args.get(k).and_then(Value::as_u64);
     let b = |k: &str| args.get(k).and_then(Value::as_bool).unwrap_or(false);
@@ -156,6 +128,45 @@ pub fn to_request(name: &str, arguments: &str) -> Result<ToolRequest, String> {
     })
 }
 
+/// A call's arguments, parsed and checked against its tool's schema, or a message the model can
+/// act on: the parser's line and column, each field that does not fit, and an example.
+pub fn check_args(
+    name: &str,
+    validator: &jsonschema::Validator,
+    arguments: &str,
+) -> Result<Value, String> {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    let args: Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "The arguments of `{name}` are not valid JSON ({e}). Send one JSON object, e.g. {}.",
+            example(name)
+        )
+    })?;
+    let problems: Vec<String> = validator
+        .iter_errors(&args)
+        .map(|e| {
+            let at = e.instance_path.to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("`{}`: {e}", at.trim_start_matches('/'))
+            }
+        })
+        .collect();
+    if !problems.is_empty() {
+        return Err(format!(
+            "The arguments of `{name}` do not fit its schema: {}. Expected e.g. {}.",
+            problems.join("; "),
+            example(name)
+        ));
+    }
+    Ok(args)
+}
+
 /// The result of a call the output token limit cut off (followed by what is wrong with its
 /// arguments, when something is).
 pub const CUT_OFF: &str = "Your message was cut off by the output token limit while this call was \
@@ -170,6 +181,9 @@ fn example(name: &str) -> &'static str {
         "str_replace" => r#"{"path": "src/lib.rs", "old": "a - b", "new": "a + b"}"#,
         "list_dir" => r#"{"path": "src"}"#,
         "glob" => r#"{"pattern": "**/*.rs"}"#,
+        "task" => {
+            r#"{"description": "find the config loader", "prompt": "Find where … is read and report the file and function."}"#
+        }
         _ => r#"{"pattern": "fn main"}"#,
     }
 }

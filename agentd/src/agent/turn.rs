@@ -3,7 +3,6 @@
 //! ends the turn with its reason.
 
 use super::dispatch::{Dispatcher, Emit};
-use super::tools;
 use crate::providers::Provider;
 use crate::providers::model::{Message, ModelRequest, Role};
 use protocol::event::ToolStatus;
@@ -94,7 +93,8 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// A new session.
+    /// A new session: its system prompt from the workspace and the user's `AGENTS.md` and
+    /// skills (read now), and, when it may start subagents, theirs.
     pub fn new(
         provider: Provider,
         model: String,
@@ -109,11 +109,36 @@ impl Agent {
         for s in skipped.iter().chain(&bad_skills) {
             tracing::warn!("{s}");
         }
-        let system = Message::text(
-            Role::System,
-            crate::context::prompt::system_prompt(workspace, &instructions, &skills),
+        let subagents = dispatcher.role.subagents();
+        let system = crate::context::prompt::system_prompt(
+            workspace,
+            &instructions,
+            &skills,
+            subagents.is_some(),
         );
+        if let Some(subagents) = subagents {
+            subagents.set_system(crate::context::prompt::subagent_prompt(
+                workspace,
+                &instructions,
+            ));
+        }
         dispatcher.session.set_skills(skills);
+        let agent = Self::with_system(provider, model, dispatcher, limits, emit, system);
+        if let Some(subagents) = agent.dispatcher.role.subagents() {
+            subagents.set_stop_after_step(agent.stop_after_step.clone());
+        }
+        agent
+    }
+
+    /// A new session under the system prompt `system` (a subagent's).
+    pub fn with_system(
+        provider: Provider,
+        model: String,
+        dispatcher: Arc<Dispatcher>,
+        limits: Limits,
+        emit: Emit,
+        system: String,
+    ) -> Self {
         let limits = Limits {
             window: limits.window.for_model(&model),
             ..limits
@@ -123,7 +148,7 @@ impl Agent {
             model,
             dispatcher,
             limits,
-            messages: vec![system],
+            messages: vec![Message::text(Role::System, system)],
             emit,
             turns: 0,
             reported: None,
@@ -255,12 +280,10 @@ impl Agent {
             let text = reminders.concat();
             last.content = format!("{}\n\n<reminder>\n{text}</reminder>", last.content);
         }
-        let mut offered = tools::offered(self.dispatcher.workers.sandbox().profile);
-        offered.extend(self.dispatcher.session.specs());
         ModelRequest {
             model: self.model.clone(),
             messages,
-            tools: offered,
+            tools: self.dispatcher.offered(),
             max_tokens: None,
         }
     }
@@ -291,8 +314,11 @@ impl Agent {
             }
         });
         let (outcomes, stopped) = super::interrupt::run_all(runs, &self.interrupt).await;
+        // What subagents started by these calls used is this turn's too.
+        out.usage.add(self.dispatcher.take_subagent_usage());
         for (call, outcome) in response.tool_calls.iter().zip(outcomes) {
-            let outcome = outcome.unwrap_or_else(|| interrupted_call(call, &emit));
+            let outcome =
+                outcome.unwrap_or_else(|| interrupted_call(call, &self.dispatcher, &emit));
             self.messages
                 .push(Message::tool_result(call, outcome.content));
             out.tool_calls.push((call.clone(), outcome.status));
@@ -335,10 +361,14 @@ impl Agent {
 
 /// The result of a call the interrupt stopped before it finished (its worker went with its
 /// future), with its `tool_call_finished` event.
-fn interrupted_call(call: &ToolCall, emit: &super::dispatch::Emit) -> super::dispatch::Outcome {
+fn interrupted_call(
+    call: &ToolCall,
+    dispatcher: &Dispatcher,
+    emit: &super::dispatch::Emit,
+) -> super::dispatch::Outcome {
     let outcome = super::dispatch::Outcome {
         status: ToolStatus::Error,
-        content: super::interrupt::INTERRUPTED_CALL.into(),
+        content: dispatcher.interrupted_result(call),
         exit_code: None,
         truncated: false,
     };

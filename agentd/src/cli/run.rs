@@ -308,6 +308,16 @@ fn describe(event: &Event) {
             let first: String = first.chars().take(100).collect();
             eprintln!("  {:?} ({} ms) {}", f.status, f.duration_ms, inert(&first));
         }
+        // A subagent's calls, marked as its own.
+        Event::Subagent(s)
+            if matches!(
+                *s.event,
+                Event::ToolCallStarted(_) | Event::ToolCallFinished(_)
+            ) =>
+        {
+            eprint!("  [subagent {}] ", inert(s.call_id.as_str()));
+            describe(&s.event);
+        }
         _ => {}
     }
 }

@@ -6,8 +6,9 @@
 use crate::agent::approval::Approver;
 use crate::agent::dispatch::{Dispatcher, Emit};
 use crate::agent::policy_cell::PolicyCell;
+use crate::agent::subagent::{Role, Subagents};
 use crate::agent::turn::{Agent, Limits};
-use crate::config::{ConfigError, ConfigFile};
+use crate::config::{AgentSection, ConfigError, ConfigFile};
 use crate::engine::journal::Journal;
 use crate::providers::{Provider, ProviderError};
 use crate::settings::{self, Overrides, ProviderSettings, SettingsError};
@@ -20,7 +21,7 @@ use protocol::verdict::{ApprovalMode, Verdict};
 use protocol::worker::RunAs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Why a session could not be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -239,14 +240,25 @@ pub fn build(
         sandbox.read_paths.push(dir.clone());
         sandbox.limits.output_cap_bytes = crate::agent::spill::SPILL_CAP;
     }
+    // Subagents: the same model, their own step limit; their time is what the turn has left.
+    let subagents = Subagents::new(
+        plan.provider.clone(),
+        plan.model.clone(),
+        Limits {
+            max_steps: AgentSection::subagent_max_steps(base.config.agent.as_ref()),
+            ..plan.limits.clone()
+        },
+        worker_bin.clone(),
+    );
     let dispatcher = Arc::new(Dispatcher {
         policy: base.policy.clone(),
         mode: plan.mode,
         workers: worker::WorkerPool::new(worker_bin, sandbox, plan.ready_workers),
         home: plan.home,
-        approver: plan.approver,
-        approvals: AtomicU64::new(0),
+        approver: Arc::new(plan.approver),
+        approvals: Arc::default(),
         session: Default::default(),
+        role: Role::Main(Some(Box::new(subagents))),
     });
     if let Some(dir) = spill {
         dispatcher.session.set_spill_dir(dir);

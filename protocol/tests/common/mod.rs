@@ -124,6 +124,10 @@ pub fn events() -> Vec<Event> {
             },
             message: None,
         }),
+        Event::Subagent(SubagentEvent {
+            call_id: call().id,
+            event: Box::new(Event::TurnStarted(TurnStarted { turn: 1 })),
+        }),
     ]
 }
 
