@@ -369,9 +369,20 @@ async fn run_turn(
     Ok(agent.run_turn("make the tests pass").await)
 }
 
+/// Arguments of `agent demo`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DemoArgs {
+    /// Run the script through the interactive REPL, with real approval prompts.
+    #[arg(long)]
+    pub interactive: bool,
+}
+
 /// Runs the demo; returns the exit code: 0 when the test was fixed and the sandbox stopped both
 /// calls it had to stop.
-pub fn run() -> Result<i32> {
+pub fn run(args: DemoArgs) -> Result<i32> {
+    if args.interactive {
+        anyhow::bail!("agent demo --interactive is not built yet");
+    }
     let started = std::time::Instant::now();
     // A private dir (random name, 0700, ours) holds the repository and the calls' temp root.
     let base = PrivateDir::create(&std::env::temp_dir(), "agentd-demo-", Owner::current())

@@ -1,0 +1,395 @@
+//! The interactive `agent` (no subcommand), driven in a real terminal: `tmux` runs it in a
+//! detached 200×50 pane, `send-keys` types, `capture-pane` reads the screen. Its model is the
+//! scripted mock LLM over HTTP on loopback. A prompt and its answer; an approval prompt answered
+//! `n`, then `y` on the next try, the directory existing only after the `y`; Ctrl-C interrupting a
+//! long command while the session goes on; `/resume` and `agent -c` showing an earlier
+//! session's history; no escape codes when piped or with `NO_COLOR`; and the same REPL against a
+//! running `agentd serve` (`--socket`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
+
+mod daemon;
+
+use agentd_e2e::mock_llm::openai::{answer_reply as answer, bash_reply as bash};
+use agentd_e2e::mock_llm::{MockLlm, Reply};
+use agentd_e2e::{As, Dir, agent_against};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long any one thing may take to show on the screen.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// `text` quoted for `sh`.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// `cmd` (program, arguments and its cleared environment) as one shell command line.
+fn shell_line(cmd: &Command) -> String {
+    let mut line = String::from("exec env -i");
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            line.push_str(&format!(
+                " {}={}",
+                k.to_string_lossy(),
+                quote(&v.to_string_lossy())
+            ));
+        }
+    }
+    line.push(' ');
+    line.push_str(&quote(&cmd.get_program().to_string_lossy()));
+    for a in cmd.get_args() {
+        line.push(' ');
+        line.push_str(&quote(&a.to_string_lossy()));
+    }
+    line
+}
+
+/// One tmux pane running a command, on a tmux server of this test process; killed on drop.
+struct Pane {
+    /// The tmux server's socket name (`-L`).
+    server: String,
+    /// The session's name.
+    name: String,
+}
+
+impl Pane {
+    /// Starts `cmd` in `dir`, in a detached 200×50 pane that stays after the command exits.
+    fn start(cmd: &Command, dir: &Path) -> Pane {
+        let pane = Pane {
+            server: format!("agentd-e2e-{}", std::process::id()),
+            name: agentd_e2e::unique("repl"),
+        };
+        let status = Command::new("tmux")
+            .args(["-L", &pane.server, "-f", "/dev/null", "new-session", "-d"])
+            .args(["-x", "200", "-y", "50", "-s", &pane.name, "-c"])
+            .arg(dir)
+            .arg(shell_line(cmd))
+            .args([";", "set-option", "-t", &pane.name, "remain-on-exit", "on"])
+            .args([";", "set-option", "-t", &pane.name, "history-limit", "5000"])
+            .stdin(Stdio::null())
+            .status()
+            .expect("tmux is needed: scripts/test.sh installs it");
+        assert!(status.success(), "tmux new-session failed");
+        pane
+    }
+
+    fn tmux(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.server]);
+        c
+    }
+
+    /// Sends tmux key names (`Enter`, `C-c`).
+    fn keys(&self, keys: &[&str]) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", &self.name])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Types `text` literally, then Enter.
+    fn type_line(&self, text: &str) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", &self.name, "-l", text])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.keys(&["Enter"]);
+    }
+
+    /// The screen and its scrollback, as text; with `-e` its colours and attributes as escapes.
+    fn capture(&self, escapes: bool) -> String {
+        let mut c = self.tmux();
+        c.args(["capture-pane", "-p", "-J", "-S", "-", "-t", &self.name]);
+        if escapes {
+            c.arg("-e");
+        }
+        String::from_utf8_lossy(&c.output().unwrap().stdout).into_owned()
+    }
+
+    /// Waits until `count` occurrences of `needle` are on the screen; returns the screen.
+    fn wait_for_n(&self, needle: &str, count: usize) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture(false);
+            if screen.matches(needle).count() >= count {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "{needle:?} (×{count}) never showed; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until `needle` is on the screen; returns the screen.
+    fn wait_for(&self, needle: &str) -> String {
+        self.wait_for_n(needle, 1)
+    }
+
+    /// Waits until the command has exited; returns its exit status.
+    fn exit_status(&self) -> i32 {
+        let start = Instant::now();
+        loop {
+            let out = self
+                .tmux()
+                .args(["display-message", "-p", "-t", &self.name])
+                .arg("#{pane_dead} #{pane_dead_status}")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            if let Some(code) = text.strip_prefix("1 ") {
+                return code.parse().unwrap();
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "agent did not exit; the screen:\n{}",
+                self.capture(false)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = self
+            .tmux()
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
+
+/// A workspace, a home (its state directory holds the sessions), and the mock.
+struct Setup {
+    rt: tokio::runtime::Runtime,
+    mock: MockLlm,
+    ws: Dir,
+    home: Dir,
+}
+
+fn setup(script: Vec<Reply>) -> Setup {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockLlm::start(script));
+    Setup {
+        mock,
+        rt,
+        ws: Dir::new("repl-ws", As::Root),
+        home: Dir::new("repl-home", As::Root),
+    }
+}
+
+impl Setup {
+    /// `agent --no-daemon ARGS` in the workspace, with the mock as its model.
+    fn agent(&self, args: &[&str]) -> Command {
+        let mut cmd = agent_against(As::Root, &self.home.0, &self.mock.url());
+        cmd.arg("--no-daemon")
+            .args(args)
+            .env("TERM", "xterm-256color");
+        cmd
+    }
+
+    fn pane(&self, args: &[&str]) -> Pane {
+        Pane::start(&self.agent(args), &self.ws.0)
+    }
+}
+
+/// The last line of every turn, after which the prompt is back.
+const TURN_END: &str = "tokens in,";
+
+/// The id the banner shows: `session ID ·`.
+fn session_of(screen: &str) -> String {
+    let after = screen
+        .split("session ")
+        .nth(1)
+        .expect("the banner names the session");
+    after.split_whitespace().next().unwrap().to_owned()
+}
+
+#[test]
+fn a_prompt_is_answered_and_an_approval_is_refused_then_given() {
+    let s = setup(vec![
+        answer("Hello from the mock."),
+        bash("call_1", "mkdir newdir"),
+        answer("You said no; I left it."),
+        bash("call_2", "mkdir newdir"),
+        answer("Created newdir."),
+    ]);
+    let pane = s.pane(&[]);
+    pane.wait_for("/help for commands");
+    pane.type_line("say hello");
+    pane.wait_for("Hello from the mock.");
+    // Typed only once the prompt is back, as a person would.
+    pane.wait_for_n(TURN_END, 1);
+
+    pane.type_line("make a directory");
+    let screen = pane.wait_for("allow? [y/a/n]");
+    assert!(screen.contains("? approve bash mkdir newdir"), "{screen}");
+    assert!(
+        screen.contains("why: `mkdir newdir` matches no bash rule"),
+        "{screen}"
+    );
+    pane.type_line("n");
+    let screen = pane.wait_for("You said no; I left it.");
+    assert!(screen.contains("denied"), "{screen}");
+    assert!(!s.ws.0.join("newdir").exists(), "refused, yet made");
+    pane.wait_for_n(TURN_END, 2);
+
+    pane.type_line("try again");
+    pane.wait_for_n("allow? [y/a/n]", 2);
+    assert!(!s.ws.0.join("newdir").exists(), "made before the answer");
+    pane.type_line("y");
+    pane.wait_for("Created newdir.");
+    assert!(s.ws.0.join("newdir").is_dir(), "allowed, yet not made");
+    pane.wait_for_n(TURN_END, 3);
+
+    // The model was told of the refusal, and of the run.
+    let requests = s.mock.requests();
+    assert_eq!(requests.len(), 5);
+    let told = requests[2].raw_body.to_lowercase();
+    assert!(
+        told.contains("denied") || told.contains("refused"),
+        "{told}"
+    );
+
+    pane.type_line("/quit");
+    assert_eq!(pane.exit_status(), 0);
+    drop(s.rt);
+}
+
+#[test]
+fn ctrl_c_interrupts_a_long_command_and_the_session_goes_on() {
+    let s = setup(vec![bash("call_1", "sleep 30"), answer("Still here.")]);
+    let pane = s.pane(&[]);
+    pane.wait_for("/help for commands");
+    pane.type_line("wait a while");
+    pane.wait_for("bash sleep 30");
+    let started = Instant::now();
+    pane.keys(&["C-c"]);
+    let screen = pane.wait_for("turn ended: interrupted");
+    assert!(started.elapsed() < Duration::from_secs(20), "{screen}");
+    pane.wait_for_n(TURN_END, 1);
+    pane.type_line("are you there?");
+    pane.wait_for("Still here.");
+    pane.wait_for_n(TURN_END, 2);
+    // The model was told the call was interrupted, in the request after the interrupt.
+    let requests = s.mock.requests();
+    let last = requests.last().unwrap().raw_body.clone();
+    assert!(last.contains("interrupted"), "{last}");
+    // Ctrl-C twice at an empty prompt leaves.
+    pane.keys(&["C-c"]);
+    pane.wait_for("Ctrl-C again");
+    pane.keys(&["C-c"]);
+    assert_eq!(pane.exit_status(), 0);
+    drop(s.rt);
+}
+
+#[test]
+fn resume_and_continue_show_an_earlier_session_and_go_on_with_it() {
+    let s = setup(vec![
+        answer("First answer, about apples."),
+        answer("Second answer, about pears."),
+    ]);
+    let first = s.pane(&[]);
+    let screen = first.wait_for("/help for commands");
+    let id = session_of(&screen);
+    first.type_line("tell me about apples");
+    first.wait_for_n(TURN_END, 1);
+    first.type_line("/quit");
+    assert_eq!(first.exit_status(), 0);
+
+    // A new session lists the first and resumes it: its history is shown, and goes to the model.
+    let second = s.pane(&[]);
+    let screen = second.wait_for("/help for commands");
+    assert_ne!(session_of(&screen), id, "a new session without -c");
+    second.type_line("/sessions");
+    second.wait_for(&id);
+    second.type_line(&format!("/resume {id}"));
+    let screen = second.wait_for("(end of history)");
+    let history = screen.split("resumed session").nth(1).unwrap();
+    assert!(history.contains("› tell me about apples"), "{screen}");
+    assert!(history.contains("First answer, about apples."), "{screen}");
+    second.type_line("and pears?");
+    second.wait_for("Second answer, about pears.");
+    second.wait_for_n(TURN_END, 2);
+    let sent = s.mock.requests().last().unwrap().raw_body.clone();
+    assert!(sent.contains("tell me about apples"), "{sent}");
+    second.type_line("/quit");
+    assert_eq!(second.exit_status(), 0);
+
+    // `agent -c` opens the newest session of this directory: the resumed one, with both turns.
+    let third = s.pane(&["-c"]);
+    let screen = third.wait_for("(end of history)");
+    assert_eq!(session_of(&screen), id, "{screen}");
+    assert!(screen.contains("First answer, about apples."), "{screen}");
+    assert!(screen.contains("Second answer, about pears."), "{screen}");
+    third.keys(&["C-d"]);
+    assert_eq!(third.exit_status(), 0);
+    drop(s.rt);
+}
+
+/// Whether `text` holds an escape sequence.
+fn has_escape(text: &str) -> bool {
+    text.contains('\x1b')
+}
+
+#[test]
+fn colour_only_at_a_terminal_without_no_color() {
+    let s = setup(vec![
+        bash("call_1", "printf 'ok\\033[31m red\\n'"),
+        answer("Done."),
+        bash("call_2", "printf 'ok\\033[31m red\\n'"),
+        answer("Done."),
+        bash("call_3", "printf 'ok\\033[31m red\\n'"),
+        answer("Done."),
+    ]);
+    // At a terminal: coloured (tmux shows the attributes as escapes with `capture-pane -e`).
+    let pane = s.pane(&["--approval", "never"]);
+    pane.wait_for("/help for commands");
+    pane.type_line("go");
+    pane.wait_for_n(TURN_END, 1);
+    assert!(has_escape(&pane.capture(true)), "no colour at a terminal");
+    // The tool's escape is shown escaped, not acted on.
+    assert!(pane.capture(false).contains(r"ok\x1b[31m red"));
+
+    // NO_COLOR at a terminal: no colour.
+    let mut cmd = s.agent(&["--approval", "never"]);
+    cmd.env("NO_COLOR", "1");
+    let plain = Pane::start(&cmd, &s.ws.0);
+    plain.wait_for("/help for commands");
+    plain.type_line("go");
+    plain.wait_for_n(TURN_END, 1);
+    let screen = plain.capture(true);
+    assert!(!has_escape(&screen), "{screen:?}");
+    assert!(screen.contains(r"ok\x1b[31m red"), "{screen}");
+
+    // Piped: no escape at all in the bytes written.
+    let mut cmd = s.agent(&["--approval", "never"]);
+    let mut child = cmd
+        .current_dir(&s.ws.0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"go\n/quit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("Done."), "{stdout}");
+    assert!(stdout.contains(r"ok\x1b[31m red"), "{stdout}");
+    assert!(!has_escape(&stdout), "{stdout:?}");
+    drop(s.rt);
+}
