@@ -393,3 +393,77 @@ fn colour_only_at_a_terminal_without_no_color() {
     assert!(!has_escape(&stdout), "{stdout:?}");
     drop(s.rt);
 }
+
+#[test]
+fn the_same_repl_drives_a_session_in_a_running_daemon() {
+    let s = setup(vec![
+        answer("Hello from the daemon's model."),
+        bash("call_1", "mkdir fromdaemon"),
+        answer("Made it."),
+    ]);
+    let place = daemon::Place::new("");
+    let _daemon = daemon::Daemon::start(&place, &s.mock.url());
+    let mut cmd = agent_against(As::Root, &s.home.0, "http://127.0.0.1:9/unused");
+    cmd.arg("--socket")
+        .arg(&place.socket)
+        .env("TERM", "xterm-256color");
+    let pane = Pane::start(&cmd, &s.ws.0);
+    let screen = pane.wait_for("/help for commands");
+    assert!(screen.contains("agentd at"), "{screen}");
+    let id = session_of(&screen);
+    pane.type_line("hello");
+    pane.wait_for("Hello from the daemon's model.");
+    pane.wait_for_n(TURN_END, 1);
+    pane.type_line("make a directory");
+    let screen = pane.wait_for("allow? [y/a/n]");
+    assert!(
+        screen.contains("? approve bash mkdir fromdaemon"),
+        "{screen}"
+    );
+    assert!(
+        !s.ws.0.join("fromdaemon").exists(),
+        "made before the answer"
+    );
+    pane.type_line("y");
+    pane.wait_for("Made it.");
+    assert!(s.ws.0.join("fromdaemon").is_dir());
+    pane.wait_for_n(TURN_END, 2);
+    pane.type_line("/quit");
+    assert_eq!(pane.exit_status(), 0);
+    // The session is the daemon's: kept in its state directory.
+    let log =
+        std::fs::read_to_string(place.log(&protocol::ids::SessionId::new(&id).unwrap())).unwrap();
+    assert!(log.contains("Made it."), "{log}");
+    drop(s.rt);
+}
+
+#[test]
+fn the_interactive_demo_asks_and_always_covers_the_second_run() {
+    let home = Dir::new("repl-demo-home", As::Root);
+    let mut cmd = agentd_e2e::command_as("agent", As::Root, &[]);
+    cmd.env("HOME", &home.0)
+        .env("TERM", "xterm-256color")
+        .args(["demo", "--interactive"]);
+    let pane = Pane::start(&cmd, &home.0);
+    let screen = pane.wait_for("allow? [y/a/n]");
+    assert!(
+        screen.contains("? approve bash python3 test_add.py"),
+        "{screen}"
+    );
+    pane.type_line("a");
+    let screen = pane.wait_for("the sandbox keeps both out of reach");
+    // One question: the second run of the test was covered by the "always".
+    assert_eq!(screen.matches("allow? [y/a/n]").count(), 1, "{screen}");
+    assert!(
+        screen.contains("you said always for this session"),
+        "{screen}"
+    );
+    assert!(screen.contains("ok: 1 test passed"), "{screen}");
+    assert!(screen.contains("+ return a + b"), "the diff: {screen}");
+    assert!(screen.contains("rm -rf build  [deny]"), "{screen}");
+    pane.wait_for_n(TURN_END, 1);
+    pane.type_line("/quit");
+    assert_eq!(pane.exit_status(), 0);
+    let screen = pane.capture(false);
+    assert!(screen.contains("return a + b"), "{screen}");
+}

@@ -10,7 +10,7 @@ use super::style::{self, Palette, Tone};
 use super::turn::{self, Pause};
 use crate::inert::inert;
 use anyhow::{Context as _, Result};
-use protocol::event::ApprovalRequested;
+use protocol::event::{ApprovalRequested, EventEnvelope};
 use protocol::verdict::ApprovalDecision;
 use std::path::PathBuf;
 use tokio::signal::unix::{Signal, SignalKind};
@@ -31,6 +31,8 @@ pub struct Repl<L: SessionLink> {
     runtime: tokio::runtime::Runtime,
     /// Ctrl-C while a turn runs (at the prompt the editor takes it as a key).
     sigint: Signal,
+    /// An event read ahead while looking past an ask, shown before the next one.
+    held: Option<EventEnvelope>,
 }
 
 impl<L: SessionLink> Repl<L> {
@@ -59,13 +61,23 @@ impl<L: SessionLink> Repl<L> {
             editor,
             runtime,
             sigint,
+            held: None,
         })
     }
 
     /// Reads and carries out lines until `/quit`, Ctrl-D, or Ctrl-C twice at an empty prompt.
-    /// `opened`: how the first session was opened (its history is shown first).
-    pub fn run(mut self, opened: Opened) -> Result<i32> {
+    /// `opened`: how the first session was opened (its history is shown first); `first`: a
+    /// message sent before the first prompt, as if typed (the demo's task).
+    pub fn run(mut self, opened: Opened, first: Option<&str>) -> Result<i32> {
         self.banner(opened);
+        if let Some(text) = first {
+            let shown = self
+                .render
+                .palette
+                .paint(Tone::Bold, &format!("{PROMPT}{text}"));
+            self.render.line(&shown);
+            self.turn(text);
+        }
         let mut interrupted = false;
         loop {
             let line = match self.editor.read(PROMPT)? {
@@ -128,6 +140,7 @@ impl<L: SessionLink> Repl<L> {
                 &mut self.link,
                 &mut self.render,
                 &mut self.sigint,
+                &mut self.held,
             ));
             match pause {
                 Pause::Approval(ask) => self.approve(&ask),

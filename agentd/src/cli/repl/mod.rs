@@ -123,7 +123,7 @@ pub fn run(args: ReplArgs) -> Result<i32> {
                 let _entered = runtime.enter();
                 local::LocalLink::open(recipe, &first)?
             };
-            Repl::new(link, runtime, workspace, history)?.run(opened)
+            Repl::new(link, runtime, workspace, history)?.run(opened, None)
         }
         Host::Daemon(socket) => {
             let connect = remote::Connect {
@@ -136,7 +136,7 @@ pub fn run(args: ReplArgs) -> Result<i32> {
             let (link, opened) = runtime
                 .block_on(remote::RemoteLink::open(connect, &first))
                 .with_context(|| format!("agentd at {}", socket.display()))?;
-            Repl::new(link, runtime, workspace, history)?.run(opened)
+            Repl::new(link, runtime, workspace, history)?.run(opened, None)
         }
     }
 }

@@ -166,6 +166,9 @@ impl Renderer {
                 let shown = format!("? asked: {}", call_summary(&a.call));
                 self.note(&shown);
             }
+            Event::ApprovalResolved(r) if r.by == "session" => {
+                self.note("  allowed: you said always for this session");
+            }
             Event::ApprovalResolved(r) if r.by != "user" => {
                 self.note(&format!("  answered {:?} ({})", r.decision, inert(&r.by)));
             }

@@ -4,7 +4,7 @@
 
 use super::link::SessionLink;
 use super::render::Renderer;
-use protocol::event::{ApprovalRequested, Event};
+use protocol::event::{ApprovalRequested, Event, EventEnvelope};
 use protocol::session::FinishReason;
 use std::time::Duration;
 use tokio::signal::unix::Signal;
@@ -25,24 +25,33 @@ pub enum Pause {
 
 /// What came first.
 enum Next {
-    Event(Option<protocol::event::EventEnvelope>),
+    Event(Option<EventEnvelope>),
     Interrupt,
     Tick,
 }
 
+/// How long an ask may take to be answered by the session itself: the engine announces every
+/// ask, also one that an earlier "always" covers, and answers that one at once (`by: session`).
+const SETTLE: Duration = Duration::from_millis(200);
+
 /// Shows the running turn's events until it asks for approval or ends; Ctrl-C interrupts it.
+/// `held` is an event read ahead while looking past an ask; it is shown first next time.
 pub async fn drive<L: SessionLink>(
     link: &mut L,
     render: &mut Renderer,
     sigint: &mut Signal,
+    held: &mut Option<EventEnvelope>,
 ) -> Pause {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
-        let next = tokio::select! {
-            event = link.next_event() => Next::Event(event),
-            _ = sigint.recv() => Next::Interrupt,
-            _ = tick.tick() => Next::Tick,
+        let next = match held.take() {
+            Some(event) => Next::Event(Some(event)),
+            None => tokio::select! {
+                event = link.next_event() => Next::Event(event),
+                _ = sigint.recv() => Next::Interrupt,
+                _ = tick.tick() => Next::Tick,
+            },
         };
         match next {
             Next::Event(None) => {
@@ -51,6 +60,9 @@ pub async fn drive<L: SessionLink>(
             }
             Next::Event(Some(envelope)) => match envelope.event {
                 Event::ApprovalRequested(ask) => {
+                    if answered_at_once(link, render, &ask, held).await {
+                        continue;
+                    }
                     render.clear_spinner();
                     return Pause::Approval(ask);
                 }
@@ -69,6 +81,27 @@ pub async fn drive<L: SessionLink>(
             Next::Tick => render.tick(),
         }
     }
+}
+
+/// Whether the session answered `ask` itself right after announcing it (an earlier "always"
+/// covers it): then there is nothing to prompt for. Another event read meanwhile is `held`.
+async fn answered_at_once<L: SessionLink>(
+    link: &mut L,
+    render: &mut Renderer,
+    ask: &ApprovalRequested,
+    held: &mut Option<EventEnvelope>,
+) -> bool {
+    let Ok(Some(next)) = tokio::time::timeout(SETTLE, link.next_event()).await else {
+        return false;
+    };
+    if let Event::ApprovalResolved(r) = &next.event
+        && r.approval == ask.approval
+    {
+        render.event(&next.event);
+        return true;
+    }
+    *held = Some(next);
+    false
 }
 
 /// Shows `count` events that are history (a resumed session's), without prompting for any.
