@@ -467,3 +467,48 @@ fn the_interactive_demo_asks_and_always_covers_the_second_run() {
     let screen = pane.capture(false);
     assert!(screen.contains("return a + b"), "{screen}");
 }
+
+#[test]
+fn output_streams_live_the_spinner_carries_the_todo_and_slash_commands_answer() {
+    let todos = serde_json::json!({"todos": [
+        {"content": "Run the slow check", "active_form": "Running the slow check", "status": "in_progress"},
+        {"content": "Report", "active_form": "Reporting", "status": "pending"},
+    ]});
+    let s = setup(vec![
+        agentd_e2e::mock_llm::openai::call_reply("call_1", "write_todos", todos),
+        bash("call_2", "echo first-line; sleep 4; echo last-line"),
+        answer("Checked."),
+    ]);
+    let pane = s.pane(&[]);
+    pane.wait_for("/help for commands");
+    pane.type_line("check it");
+    // While the command sleeps: its first line is there, it has not finished, and the spinner
+    // says what the in-progress todo is doing.
+    let screen = pane.wait_for("│ first-line");
+    let after = screen.split("echo first-line").last().unwrap();
+    assert!(!after.contains("└"), "finished already: {screen}");
+    let screen = pane.wait_for("Running the slow check");
+    assert!(!screen.contains("│ last-line"), "{screen}");
+    pane.wait_for("│ last-line");
+    pane.wait_for_n(TURN_END, 1);
+
+    pane.type_line("/todos");
+    let screen = pane.wait_for("[>] Run the slow check");
+    assert!(screen.contains("[ ] Report"), "{screen}");
+    pane.type_line("/model");
+    pane.wait_for("model: mock-model");
+    for (command, answer) in [
+        ("/model other", "not supported yet"),
+        ("/approval never", "not supported yet"),
+        ("/compact", "not supported yet"),
+        ("/nonsense", "unknown command /nonsense"),
+        ("/help", "/resume ID"),
+    ] {
+        let before = pane.capture(false).matches(answer).count();
+        pane.type_line(command);
+        pane.wait_for_n(answer, before + 1);
+    }
+    pane.type_line("/quit");
+    assert_eq!(pane.exit_status(), 0);
+    drop(s.rt);
+}

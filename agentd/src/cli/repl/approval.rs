@@ -1,6 +1,6 @@
 //! The approval prompt: what is asked, and the answer typed.
 
-use super::render::call_summary;
+use super::render::exact_of;
 use super::style::{Palette, Tone};
 use crate::inert::inert;
 use protocol::event::ApprovalRequested;
@@ -8,10 +8,13 @@ use protocol::verdict::ApprovalDecision;
 
 /// The question, above the answer line: the exact call and why it asks.
 pub fn question(ask: &ApprovalRequested, palette: Palette) -> String {
-    let title = palette.paint(
-        Tone::Yellow,
-        &format!("? approve {}", call_summary(&ask.call)),
+    // The exact command or path, never cut: it is what the answer is about.
+    let title = format!(
+        "? approve {} {}",
+        inert(&ask.call.name),
+        exact_of(&ask.call)
     );
+    let title = palette.paint(Tone::Yellow, &title);
     format!(
         "{title}\n  why: {}\n  [y] yes, once   [a] always (this session)   [n] no",
         inert(&ask.reason)

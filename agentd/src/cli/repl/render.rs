@@ -300,6 +300,12 @@ impl Renderer {
 /// The call in a few words: the command for bash, the path (and pattern) for file tools, the
 /// raw arguments otherwise. Inert.
 pub fn summary_of(call: &ToolCall) -> String {
+    cut(&exact_of(call))
+}
+
+/// What the call acts on, whole: the exact command for bash, the path (and pattern) for file
+/// tools, the raw arguments otherwise. Inert.
+pub fn exact_of(call: &ToolCall) -> String {
     let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
     let text = |key: &str| args.get(key).and_then(|v| v.as_str());
     let summary = match (text("command"), text("pattern"), text("path")) {
@@ -308,7 +314,7 @@ pub fn summary_of(call: &ToolCall) -> String {
         (None, None, Some(path)) => path.to_owned(),
         _ => call.arguments.clone(),
     };
-    cut(&inert(summary.trim()))
+    inert(summary.trim()).into_owned()
 }
 
 /// The call as one line: its tool and [`summary_of`] it.
