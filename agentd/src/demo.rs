@@ -197,12 +197,6 @@ async fn serve(script: VecDeque<Vec<Value>>) -> Result<String> {
     Ok(format!("http://{addr}/v1"))
 }
 
-/// Whether stdout takes styling: a terminal, and `NO_COLOR` unset or empty (no-color.org).
-fn styled() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
 /// What the kernel says when the sandbox refuses: `EACCES` (Landlock), `EROFS` (the read-only
 /// mounts), `EPERM` (seccomp, capabilities).
 const REFUSALS: [&str; 3] = [
@@ -362,7 +356,7 @@ async fn run_turn(
         session: Default::default(),
     });
     let out = Arc::new(Mutex::new(std::io::stdout()));
-    let styled = styled();
+    let styled = crate::cli::repl::style::styled();
     let emit: Emit = Arc::new(move |e: Event| {
         if let Ok(mut tally) = tally.lock() {
             tally.observe(&e);

@@ -434,6 +434,18 @@ fn the_same_repl_drives_a_session_in_a_running_daemon() {
     let log =
         std::fs::read_to_string(place.log(&protocol::ids::SessionId::new(&id).unwrap())).unwrap();
     assert!(log.contains("Made it."), "{log}");
+
+    // `-c` through the daemon: the same session, its history replayed from the daemon.
+    cmd.arg("-c");
+    let again = Pane::start(&cmd, &s.ws.0);
+    let screen = again.wait_for("(end of history)");
+    assert_eq!(session_of(&screen), id, "{screen}");
+    assert!(
+        screen.contains("Hello from the daemon's model."),
+        "{screen}"
+    );
+    again.type_line("/quit");
+    assert_eq!(again.exit_status(), 0);
     drop(s.rt);
 }
 

@@ -228,21 +228,13 @@ impl SessionLink for LocalLink {
         if id == self.handle.id().as_str() {
             return Err(LinkError::Refused(format!("session {id} is the one open")));
         }
-        // The open session lets go of its log first: a session's log has one writer.
+        // The stored session is reopened (its log locked) before the open one stops, so a
+        // session that cannot be resumed leaves the open one as it was.
+        let (handle, events) = start(&self.recipe, Some(id))?;
         self.handle.stop().await;
-        match start(&self.recipe, Some(id)) {
-            Ok((handle, events)) => {
-                let replaying = events.replaying();
-                (self.handle, self.events) = (handle, events);
-                Ok(replaying)
-            }
-            Err(e) => {
-                // Back to a fresh session, so the REPL keeps one to talk to.
-                let (handle, events) = start(&self.recipe, None)?;
-                (self.handle, self.events) = (handle, events);
-                Err(e)
-            }
-        }
+        let replaying = events.replaying();
+        (self.handle, self.events) = (handle, events);
+        Ok(replaying)
     }
 
     async fn close(&mut self) {

@@ -96,7 +96,7 @@ impl RemoteLink {
             Start::New => None,
         };
         let replaying = match &last {
-            Some(id) => link.resume(id).await?,
+            Some(id) => link.switch(id).await?,
             None => {
                 let create = CreateSession {
                     workspace: connect.workspace.to_path_buf(),
@@ -156,6 +156,17 @@ impl RemoteLink {
             }
             other => Err(unexpected(&other)),
         }
+    }
+
+    /// Loads stored session `id` in the daemon (if it is not loaded) and attaches to it;
+    /// returns how many of its events are history.
+    async fn switch(&mut self, id: &str) -> Result<usize, LinkError> {
+        let id = SessionId::new(id).map_err(|e| LinkError::Refused(format!("{id:?}: {e}")))?;
+        let resume = ResumeSession {
+            session: id.clone(),
+        };
+        self.ask(Request::ResumeSession(resume)).await?;
+        self.attach(&id).await
     }
 
     /// This user's sessions, oldest first, as the daemon lists them.
@@ -292,21 +303,15 @@ impl SessionLink for RemoteLink {
     }
 
     async fn resume(&mut self, id: &str) -> Result<usize, LinkError> {
-        let id = SessionId::new(id).map_err(|e| LinkError::Refused(format!("{id:?}: {e}")))?;
-        if id == self.session.id {
+        if id == self.session.id.as_str() {
             return Err(LinkError::Refused(format!("session {id} is the one open")));
         }
-        self.ask(Request::ResumeSession(ResumeSession {
-            session: id.clone(),
-        }))
-        .await?;
         let previous = self.session.id.clone();
-        let count = self.attach(&id).await?;
-        if previous != id && !previous.as_str().is_empty() {
-            // Leaving the old session: it goes on in the daemon, without us.
-            let _ = self
-                .ask(Request::DetachSession(DetachSession { session: previous }))
-                .await;
+        let count = self.switch(id).await?;
+        // Leaving the old session: it goes on in the daemon, without this client.
+        let detach = DetachSession { session: previous };
+        if let Err(e) = self.ask(Request::DetachSession(detach)).await {
+            tracing::warn!("could not detach from the previous session: {e}");
         }
         Ok(count)
     }
