@@ -18,6 +18,9 @@ use tokio::signal::unix::{Signal, SignalKind};
 /// The prompt of the input line.
 const PROMPT: &str = "› ";
 
+/// How long the runtime's leftover tasks get once the session has stopped.
+const SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// An interactive session on one link.
 #[derive(Debug)]
 pub struct Repl<L: SessionLink> {
@@ -103,6 +106,11 @@ impl<L: SessionLink> Repl<L> {
             }
         }
         self.runtime.block_on(self.link.close());
+        let Self { runtime, link, .. } = self;
+        drop(link);
+        // The session has stopped; a blocking task still running (a reader of a worker that
+        // will never answer) must not keep the process from exiting.
+        runtime.shutdown_timeout(SHUTDOWN);
         Ok(0)
     }
 
