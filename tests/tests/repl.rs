@@ -1,4 +1,5 @@
-//! The interactive `agent` (no subcommand), driven in a real terminal: `tmux` runs it in a
+//! The interactive `agent` (no subcommand), driven in a real terminal (the approval and Ctrl-C
+//! cases as root and as an unprivileged user): `tmux` runs it in a
 //! detached 200×50 pane, `send-keys` types, `capture-pane` reads the screen. Its model is the
 //! scripted mock LLM over HTTP on loopback. A prompt and its answer; an approval prompt answered
 //! `n`, then `y` on the next try, the directory existing only after the `y`; Ctrl-C interrupting a
@@ -11,7 +12,7 @@ mod daemon;
 
 use agentd_e2e::mock_llm::openai::{answer_reply as answer, bash_reply as bash};
 use agentd_e2e::mock_llm::{MockLlm, Reply};
-use agentd_e2e::{As, Dir, agent_against};
+use agentd_e2e::{As, Dir, agent_against, both};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -168,6 +169,7 @@ impl Drop for Pane {
 
 /// A workspace, a home (its state directory holds the sessions), and the mock.
 struct Setup {
+    who: As,
     rt: tokio::runtime::Runtime,
     mock: MockLlm,
     ws: Dir,
@@ -175,20 +177,26 @@ struct Setup {
 }
 
 fn setup(script: Vec<Reply>) -> Setup {
+    setup_as(As::Root, script)
+}
+
+/// The same, with `agent` run as `who` (its workspace and home owned by `who`).
+fn setup_as(who: As, script: Vec<Reply>) -> Setup {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mock = rt.block_on(MockLlm::start(script));
     Setup {
+        who,
         mock,
         rt,
-        ws: Dir::new("repl-ws", As::Root),
-        home: Dir::new("repl-home", As::Root),
+        ws: Dir::new("repl-ws", who),
+        home: Dir::new("repl-home", who),
     }
 }
 
 impl Setup {
     /// `agent --no-daemon ARGS` in the workspace, with the mock as its model.
     fn agent(&self, args: &[&str]) -> Command {
-        let mut cmd = agent_against(As::Root, &self.home.0, &self.mock.url());
+        let mut cmd = agent_against(self.who, &self.home.0, &self.mock.url());
         cmd.arg("--no-daemon")
             .args(args)
             .env("TERM", "xterm-256color");
@@ -212,83 +220,90 @@ fn session_of(screen: &str) -> String {
     after.split_whitespace().next().unwrap().to_owned()
 }
 
-#[test]
-fn a_prompt_is_answered_and_an_approval_is_refused_then_given() {
-    let s = setup(vec![
-        answer("Hello from the mock."),
-        bash("call_1", "mkdir newdir"),
-        answer("You said no; I left it."),
-        bash("call_2", "mkdir newdir"),
-        answer("Created newdir."),
-    ]);
-    let pane = s.pane(&[]);
-    pane.wait_for("/help for commands");
-    pane.type_line("say hello");
-    pane.wait_for("Hello from the mock.");
-    // Typed only once the prompt is back, as a person would.
-    pane.wait_for_n(TURN_END, 1);
+both!(
+    a_prompt_is_answered_and_an_approval_is_refused_then_given,
+    |who| {
+        let s = setup_as(
+            who,
+            vec![
+                answer("Hello from the mock."),
+                bash("call_1", "mkdir newdir"),
+                answer("You said no; I left it."),
+                bash("call_2", "mkdir newdir"),
+                answer("Created newdir."),
+            ],
+        );
+        let pane = s.pane(&[]);
+        pane.wait_for("/help for commands");
+        pane.type_line("say hello");
+        pane.wait_for("Hello from the mock.");
+        // Typed only once the prompt is back, as a person would.
+        pane.wait_for_n(TURN_END, 1);
 
-    pane.type_line("make a directory");
-    let screen = pane.wait_for("allow? [y/a/n]");
-    assert!(screen.contains("? approve bash mkdir newdir"), "{screen}");
-    assert!(
-        screen.contains("why: `mkdir newdir` matches no bash rule"),
-        "{screen}"
-    );
-    pane.type_line("n");
-    let screen = pane.wait_for("You said no; I left it.");
-    assert!(screen.contains("denied"), "{screen}");
-    assert!(!s.ws.0.join("newdir").exists(), "refused, yet made");
-    pane.wait_for_n(TURN_END, 2);
+        pane.type_line("make a directory");
+        let screen = pane.wait_for("allow? [y/a/n]");
+        assert!(screen.contains("? approve bash mkdir newdir"), "{screen}");
+        assert!(
+            screen.contains("why: `mkdir newdir` matches no bash rule"),
+            "{screen}"
+        );
+        pane.type_line("n");
+        let screen = pane.wait_for("You said no; I left it.");
+        assert!(screen.contains("denied"), "{screen}");
+        assert!(!s.ws.0.join("newdir").exists(), "refused, yet made");
+        pane.wait_for_n(TURN_END, 2);
 
-    pane.type_line("try again");
-    pane.wait_for_n("allow? [y/a/n]", 2);
-    assert!(!s.ws.0.join("newdir").exists(), "made before the answer");
-    pane.type_line("y");
-    pane.wait_for("Created newdir.");
-    assert!(s.ws.0.join("newdir").is_dir(), "allowed, yet not made");
-    pane.wait_for_n(TURN_END, 3);
+        pane.type_line("try again");
+        pane.wait_for_n("allow? [y/a/n]", 2);
+        assert!(!s.ws.0.join("newdir").exists(), "made before the answer");
+        pane.type_line("y");
+        pane.wait_for("Created newdir.");
+        assert!(s.ws.0.join("newdir").is_dir(), "allowed, yet not made");
+        pane.wait_for_n(TURN_END, 3);
 
-    // The model was told of the refusal, and of the run.
-    let requests = s.mock.requests();
-    assert_eq!(requests.len(), 5);
-    let told = requests[2].raw_body.to_lowercase();
-    assert!(
-        told.contains("denied") || told.contains("refused"),
-        "{told}"
-    );
+        // The model was told of the refusal, and of the run.
+        let requests = s.mock.requests();
+        assert_eq!(requests.len(), 5);
+        let told = requests[2].raw_body.to_lowercase();
+        assert!(
+            told.contains("denied") || told.contains("refused"),
+            "{told}"
+        );
 
-    pane.type_line("/quit");
-    assert_eq!(pane.exit_status(), 0);
-    drop(s.rt);
-}
+        pane.type_line("/quit");
+        assert_eq!(pane.exit_status(), 0);
+        drop(s.rt);
+    }
+);
 
-#[test]
-fn ctrl_c_interrupts_a_long_command_and_the_session_goes_on() {
-    let s = setup(vec![bash("call_1", "sleep 30"), answer("Still here.")]);
-    let pane = s.pane(&[]);
-    pane.wait_for("/help for commands");
-    pane.type_line("wait a while");
-    pane.wait_for("bash sleep 30");
-    let started = Instant::now();
-    pane.keys(&["C-c"]);
-    let screen = pane.wait_for("turn ended: interrupted");
-    assert!(started.elapsed() < Duration::from_secs(20), "{screen}");
-    pane.wait_for_n(TURN_END, 1);
-    pane.type_line("are you there?");
-    pane.wait_for("Still here.");
-    pane.wait_for_n(TURN_END, 2);
-    // The model was told the call was interrupted, in the request after the interrupt.
-    let requests = s.mock.requests();
-    let last = requests.last().unwrap().raw_body.clone();
-    assert!(last.contains("interrupted"), "{last}");
-    // Ctrl-C twice at an empty prompt leaves.
-    pane.keys(&["C-c"]);
-    pane.wait_for("Ctrl-C again");
-    pane.keys(&["C-c"]);
-    assert_eq!(pane.exit_status(), 0);
-    drop(s.rt);
-}
+both!(
+    ctrl_c_interrupts_a_long_command_and_the_session_goes_on,
+    |who| {
+        let s = setup_as(who, vec![bash("call_1", "sleep 30"), answer("Still here.")]);
+        let pane = s.pane(&[]);
+        pane.wait_for("/help for commands");
+        pane.type_line("wait a while");
+        pane.wait_for("bash sleep 30");
+        let started = Instant::now();
+        pane.keys(&["C-c"]);
+        let screen = pane.wait_for("turn ended: interrupted");
+        assert!(started.elapsed() < Duration::from_secs(20), "{screen}");
+        pane.wait_for_n(TURN_END, 1);
+        pane.type_line("are you there?");
+        pane.wait_for("Still here.");
+        pane.wait_for_n(TURN_END, 2);
+        // The model was told the call was interrupted, in the request after the interrupt.
+        let requests = s.mock.requests();
+        let last = requests.last().unwrap().raw_body.clone();
+        assert!(last.contains("interrupted"), "{last}");
+        // Ctrl-C twice at an empty prompt leaves.
+        pane.keys(&["C-c"]);
+        pane.wait_for("Ctrl-C again");
+        pane.keys(&["C-c"]);
+        assert_eq!(pane.exit_status(), 0);
+        drop(s.rt);
+    }
+);
 
 #[test]
 fn resume_and_continue_show_an_earlier_session_and_go_on_with_it() {
