@@ -248,6 +248,8 @@ both!(
             "{screen}"
         );
         pane.type_line("n");
+        pane.wait_for("note for the model");
+        pane.keys(&["Enter"]);
         let screen = pane.wait_for("You said no; I left it.");
         assert!(screen.contains("denied"), "{screen}");
         assert!(!s.ws.0.join("newdir").exists(), "refused, yet made");
@@ -535,6 +537,42 @@ fn output_streams_live_the_spinner_carries_the_todo_and_slash_commands_answer() 
         pane.type_line(command);
         pane.wait_for_n(answer, before + 1);
     }
+    pane.type_line("/quit");
+    assert_eq!(pane.exit_status(), 0);
+    drop(s.rt);
+}
+
+#[test]
+fn a_refusal_with_a_note_interrupts_and_the_note_goes_to_the_model() {
+    // The reply after the refusal may be asked for before the interrupt lands: twice, the same.
+    let s = setup(vec![
+        bash("call_1", "mkdir newdir"),
+        answer("Understood: the tmp folder it is."),
+        answer("Understood: the tmp folder it is."),
+    ]);
+    let pane = s.pane(&[]);
+    pane.wait_for("/help for commands");
+    pane.type_line("make a directory");
+    pane.wait_for("allow? [y/a/n]");
+    pane.type_line("n");
+    pane.wait_for("note for the model");
+    pane.type_line("use the tmp folder instead");
+    let screen = pane.wait_for("Understood: the tmp folder it is.");
+    assert!(screen.contains("› use the tmp folder instead"), "{screen}");
+    assert!(!s.ws.0.join("newdir").exists());
+    // The model got the refusal, then the note as the user's message.
+    let last = s.mock.requests().last().unwrap().body.clone();
+    let messages = last["messages"].as_array().unwrap();
+    let user = messages.last().unwrap();
+    assert_eq!(user["role"], "user", "{last}");
+    assert!(
+        user["content"]
+            .to_string()
+            .contains("use the tmp folder instead"),
+        "{last}"
+    );
+    assert!(last.to_string().contains("Denied by the user"), "{last}");
+    pane.wait_for_n(TURN_END, 2);
     pane.type_line("/quit");
     assert_eq!(pane.exit_status(), 0);
     drop(s.rt);

@@ -24,6 +24,10 @@ pub fn question(ask: &ApprovalRequested, palette: Palette) -> String {
 /// The prompt of the answer line.
 pub const PROMPT: &str = "allow? [y/a/n] ";
 
+/// The prompt after a refusal: an optional note, sent to the model as the next message (the
+/// turn is interrupted so that the model reads it at once).
+pub const NOTE_PROMPT: &str = "note for the model (Enter: none): ";
+
 /// The answer typed: `y`, `a`, `n` (empty is no); `None` for anything else (asked again).
 pub fn parse(answer: &str) -> Option<ApprovalDecision> {
     match answer.trim().to_ascii_lowercase().as_str() {

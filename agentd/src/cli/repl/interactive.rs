@@ -136,13 +136,13 @@ impl<L: SessionLink> Repl<L> {
         }
     }
 
-    /// Sends `text` and shows the turn until it ends, prompting for its approvals.
+    /// Sends `text` and shows the turn until it ends, prompting for its approvals. A refusal
+    /// with a note interrupts the turn; the note is then sent as the next message.
     fn turn(&mut self, text: &str) {
-        self.render.sent = Some(text.to_owned());
-        if let Err(e) = self.runtime.block_on(self.link.send(text)) {
-            self.render.error(&e.to_string());
+        if !self.send(text) {
             return;
         }
+        let mut note = None;
         loop {
             let pause = self.runtime.block_on(turn::drive(
                 &mut self.link,
@@ -151,8 +151,20 @@ impl<L: SessionLink> Repl<L> {
                 &mut self.held,
             ));
             match pause {
-                Pause::Approval(ask) => self.approve(&ask),
-                Pause::Finished(_) => return,
+                Pause::Approval(ask) => note = self.approve(&ask).or(note),
+                Pause::Finished(_) => match note.take() {
+                    Some(text) => {
+                        let shown = self
+                            .render
+                            .palette
+                            .paint(Tone::Bold, &format!("{PROMPT}{text}"));
+                        self.render.line(&shown);
+                        if !self.send(&text) {
+                            return;
+                        }
+                    }
+                    None => return,
+                },
                 Pause::Stopped => {
                     self.render.error("the session stopped");
                     return;
@@ -161,11 +173,25 @@ impl<L: SessionLink> Repl<L> {
         }
     }
 
-    /// Asks the user about `ask` and sends the answer; Ctrl-C denies and interrupts the turn.
-    fn approve(&mut self, ask: &ApprovalRequested) {
+    /// Gives the session the message `text`; whether it took it.
+    fn send(&mut self, text: &str) -> bool {
+        self.render.sent = Some(text.to_owned());
+        match self.runtime.block_on(self.link.send(text)) {
+            Ok(()) => true,
+            Err(e) => {
+                self.render.error(&e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Asks the user about `ask` and sends the answer; Ctrl-C denies and interrupts the turn. A
+    /// refusal may come with a note for the model: the turn is interrupted, and the note is
+    /// returned, to be sent as the next message (the approval reply itself carries no text).
+    fn approve(&mut self, ask: &ApprovalRequested) -> Option<String> {
         let question = approval::question(ask, self.render.palette);
         self.render.line(&question);
-        let (decision, interrupt) = loop {
+        let (decision, mut interrupt) = loop {
             match self.editor.read(approval::PROMPT) {
                 Ok(Input::Line(answer)) => match approval::parse(&answer) {
                     Some(decision) => break (decision, false),
@@ -175,6 +201,18 @@ impl<L: SessionLink> Repl<L> {
                 Ok(Input::End) | Err(_) => break (ApprovalDecision::Deny, false),
             }
         };
+        let note = match (decision, interrupt) {
+            (ApprovalDecision::Deny, false) => match self.editor.read(approval::NOTE_PROMPT) {
+                Ok(Input::Line(note)) if !note.trim().is_empty() => Some(note.trim().to_owned()),
+                Ok(Input::Interrupted) => {
+                    interrupt = true;
+                    None
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        interrupt |= note.is_some();
         let link = &mut self.link;
         let result = self.runtime.block_on(async {
             link.approve(ask.approval, decision).await?;
@@ -185,7 +223,9 @@ impl<L: SessionLink> Repl<L> {
         });
         if let Err(e) = result {
             self.render.error(&e.to_string());
+            return None;
         }
+        note
     }
 
     /// Carries out a slash command.
