@@ -10,7 +10,7 @@ use super::style::{self, Palette, Tone};
 use super::turn::{self, Pause};
 use crate::inert::inert;
 use anyhow::{Context as _, Result};
-use protocol::event::{ApprovalRequested, EventEnvelope};
+use protocol::event::ApprovalRequested;
 use protocol::verdict::ApprovalDecision;
 use std::path::PathBuf;
 use tokio::signal::unix::{Signal, SignalKind};
@@ -34,8 +34,8 @@ pub struct Repl<L: SessionLink> {
     runtime: tokio::runtime::Runtime,
     /// Ctrl-C while a turn runs (at the prompt the editor takes it as a key).
     sigint: Signal,
-    /// An event read ahead while looking past an ask, shown before the next one.
-    held: Option<EventEnvelope>,
+    /// What a turn keeps between its pauses.
+    carry: turn::Carry,
 }
 
 impl<L: SessionLink> Repl<L> {
@@ -64,7 +64,7 @@ impl<L: SessionLink> Repl<L> {
             editor,
             runtime,
             sigint,
-            held: None,
+            carry: turn::Carry::default(),
         })
     }
 
@@ -148,7 +148,7 @@ impl<L: SessionLink> Repl<L> {
                 &mut self.link,
                 &mut self.render,
                 &mut self.sigint,
-                &mut self.held,
+                &mut self.carry,
             ));
             match pause {
                 Pause::Approval(ask) => note = self.approve(&ask).or(note),
@@ -191,7 +191,7 @@ impl<L: SessionLink> Repl<L> {
     fn approve(&mut self, ask: &ApprovalRequested) -> Option<String> {
         let question = approval::question(ask, self.render.palette);
         self.render.line(&question);
-        let (decision, mut interrupt) = loop {
+        let (decision, interrupt) = loop {
             match self.editor.read(approval::PROMPT) {
                 Ok(Input::Line(answer)) => match approval::parse(&answer) {
                     Some(decision) => break (decision, false),
@@ -204,15 +204,14 @@ impl<L: SessionLink> Repl<L> {
         let note = match (decision, interrupt) {
             (ApprovalDecision::Deny, false) => match self.editor.read(approval::NOTE_PROMPT) {
                 Ok(Input::Line(note)) if !note.trim().is_empty() => Some(note.trim().to_owned()),
-                Ok(Input::Interrupted) => {
-                    interrupt = true;
-                    None
-                }
                 _ => None,
             },
             _ => None,
         };
-        interrupt |= note.is_some();
+        if note.is_some() {
+            // Once the refusal is the call's result, the turn is interrupted (see `Carry`).
+            self.carry.interrupt_after = Some(ask.call.id.clone());
+        }
         let link = &mut self.link;
         let result = self.runtime.block_on(async {
             link.approve(ask.approval, decision).await?;

@@ -5,6 +5,7 @@
 use super::link::SessionLink;
 use super::render::Renderer;
 use protocol::event::{ApprovalRequested, Event, EventEnvelope};
+use protocol::ids::ToolCallId;
 use protocol::session::FinishReason;
 use std::time::Duration;
 use tokio::signal::unix::Signal;
@@ -34,14 +35,24 @@ enum Next {
 /// ask, also one that an earlier "always" covers, and answers that one at once (`by: session`).
 const SETTLE: Duration = Duration::from_millis(200);
 
+/// What the REPL keeps between the pauses of a turn.
+#[derive(Debug, Default)]
+pub struct Carry {
+    /// An event read ahead while looking past an ask, shown first next time.
+    pub held: Option<EventEnvelope>,
+    /// A refused call after whose result the turn is interrupted (a refusal with a note): not
+    /// before, or the interrupt would answer the call as interrupted instead of refused.
+    pub interrupt_after: Option<ToolCallId>,
+}
+
 /// Shows the running turn's events until it asks for approval or ends; Ctrl-C interrupts it.
-/// `held` is an event read ahead while looking past an ask; it is shown first next time.
 pub async fn drive<L: SessionLink>(
     link: &mut L,
     render: &mut Renderer,
     sigint: &mut Signal,
-    held: &mut Option<EventEnvelope>,
+    carry: &mut Carry,
 ) -> Pause {
+    let held = &mut carry.held;
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
@@ -68,7 +79,17 @@ pub async fn drive<L: SessionLink>(
                 }
                 Event::TurnFinished(ref t) => {
                     render.event(&envelope.event);
+                    carry.interrupt_after = None;
                     return Pause::Finished(t.reason);
+                }
+                Event::ToolCallFinished(ref f)
+                    if carry.interrupt_after.as_ref() == Some(&f.call_id) =>
+                {
+                    render.event(&envelope.event);
+                    carry.interrupt_after = None;
+                    if let Err(e) = link.interrupt().await {
+                        render.error(&format!("cannot interrupt: {e}"));
+                    }
                 }
                 ref event => render.event(event),
             },
