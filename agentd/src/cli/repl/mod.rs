@@ -52,8 +52,8 @@ pub struct ReplArgs {
     /// $XDG_CONFIG_HOME/agentd/config.toml, else /etc/agentd/config.toml].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// In-process only: where sessions and the input history are kept [default:
-    /// $XDG_STATE_HOME/agentd, else ~/.local/state/agentd].
+    /// Where in-process sessions are kept, and the input history (repl_history) either way
+    /// [default: $XDG_STATE_HOME/agentd, else ~/.local/state/agentd].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Model calls per turn at most.
