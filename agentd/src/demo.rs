@@ -112,6 +112,14 @@ fn script(probe: &std::path::Path) -> VecDeque<Vec<Value>> {
     ])
 }
 
+/// The scripted model's reply once its script is over.
+fn epilogue() -> Vec<Value> {
+    vec![
+        json!({"choices": [{"index": 0, "delta": {"content": "That was the whole demo script: I am a scripted model and have nothing more to say. /quit leaves; `agent` with a real provider (BASE_URL, API_KEY, MODEL) does this for real."}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]
+}
+
 /// The editor task the model tries to plant: a command VS Code would run, outside any sandbox,
 /// as soon as the user opens the folder.
 const TASKS: &str = ".vscode/tasks.json";
@@ -167,11 +175,12 @@ async fn serve(script: VecDeque<Vec<Value>>) -> Result<String> {
                         }
                     }
                 }
+                // Past the script (the interactive demo goes on taking messages): say so.
                 let events = script
                     .lock()
                     .ok()
                     .and_then(|mut s| s.pop_front())
-                    .unwrap_or_default();
+                    .unwrap_or_else(epilogue);
                 let mut body = String::from(
                     "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
                 );
@@ -185,12 +194,6 @@ async fn serve(script: VecDeque<Vec<Value>>) -> Result<String> {
         }
     });
     Ok(format!("http://{addr}/v1"))
-}
-
-/// Whether stdout takes styling: a terminal, and `NO_COLOR` unset or empty (no-color.org).
-fn styled() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// What the kernel says when the sandbox refuses: `EACCES` (Landlock), `EROFS` (the read-only
@@ -353,7 +356,7 @@ async fn run_turn(
         role: Default::default(),
     });
     let out = Arc::new(Mutex::new(std::io::stdout()));
-    let styled = styled();
+    let styled = crate::cli::repl::style::styled();
     let emit: Emit = Arc::new(move |e: Event| {
         if let Ok(mut tally) = tally.lock() {
             tally.observe(&e);
@@ -369,9 +372,20 @@ async fn run_turn(
     Ok(agent.run_turn("make the tests pass").await)
 }
 
+/// Arguments of `agent demo`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DemoArgs {
+    /// Run the script through the interactive REPL, with real approval prompts.
+    #[arg(long)]
+    pub interactive: bool,
+}
+
 /// Runs the demo; returns the exit code: 0 when the test was fixed and the sandbox stopped both
 /// calls it had to stop.
-pub fn run() -> Result<i32> {
+pub fn run(args: DemoArgs) -> Result<i32> {
+    if args.interactive {
+        return interactive();
+    }
     let started = std::time::Instant::now();
     // A private dir (random name, 0700, ours) holds the repository and the calls' temp root.
     let base = PrivateDir::create(&std::env::temp_dir(), "agentd-demo-", Owner::current())
@@ -414,4 +428,58 @@ pub fn run() -> Result<i32> {
     }
     let done = outcome.reason == FinishReason::Done && fixed.contains("a + b");
     Ok(if done && held { 0 } else { 1 })
+}
+
+/// The task the demo gives the model.
+const TASK: &str = "make the tests pass";
+
+/// `agent demo --interactive`: the same script through the REPL, in-process. The policy is the
+/// built-in one alone, so running the test asks — a real approval prompt (`a` allows it for the
+/// rest of the session); `rm -rf` is still denied and the sandbox still stops the two probes.
+fn interactive() -> Result<i32> {
+    use crate::cli::repl::{Repl, link::Start, local};
+    let base = PrivateDir::create(&std::env::temp_dir(), "agentd-demo-", Owner::current())
+        .context("cannot create the demo's temp dir")?;
+    let (repo, _tmp) = make_repo(base.path())?;
+    let probe = probe_dir().context("none of /home, /root, /tmp can be listed here")?;
+    println!(
+        "agent demo --interactive — a scripted model fixes a failing test; you answer its questions."
+    );
+    println!(
+        "repository: {}
+",
+        repo.display()
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let base_url = runtime.block_on(serve(script(&probe)))?;
+    let recipe = local::Recipe {
+        base: crate::engine::build::Base::load(None)?,
+        settings: ProviderSettings {
+            kind: ProviderKind::OpenAi,
+            base_url,
+            api_key: None,
+            model: "scripted-demo-model".into(),
+        },
+        mode: ApprovalMode::OnRisk,
+        store: None,
+        workspace: repo.clone(),
+        limits: Limits {
+            max_steps: 12,
+            ..Limits::default()
+        },
+        home: std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute()),
+    };
+    let (link, opened) = {
+        let _entered = runtime.enter();
+        local::LocalLink::open(recipe, &Start::New)?
+    };
+    let code = Repl::new(link, runtime, repo.clone(), None)?.run(opened, Some(TASK))?;
+    let fixed = std::fs::read_to_string(repo.join("add.py")).unwrap_or_default();
+    println!("add.py is now:\n{}", inert(&fixed));
+    Ok(code)
 }

@@ -1,13 +1,27 @@
-//! `agent`: the client. With no daemon it hosts the supervisor in-process.
+//! `agent`: the client. With no subcommand, an interactive session in the current directory:
+//! in a running daemon when there is one, else with the supervisor hosted in-process.
 
 use clap::{Parser, Subcommand};
 
 /// agent: a coding agent on a leash.
+///
+/// With no command, `agent` opens an interactive session (a REPL) in the current directory. It
+/// uses a running agentd daemon when its socket answers (--socket, or the default socket),
+/// otherwise it hosts the supervisor in this process; either way every tool call runs in a
+/// sandboxed tool-worker and asks you when the policy says ask.
 #[derive(Debug, Parser)]
-#[command(name = "agent", version, about, long_about = None)]
+#[command(
+    name = "agent",
+    version,
+    about,
+    args_conflicts_with_subcommands = true,
+    after_help = "In the REPL: type a task and press Enter; /help lists the slash commands (/todos, /sessions, /resume ID, /model, /approval, /compact, /quit). Ctrl-C interrupts a running turn; Ctrl-C twice at an empty prompt, or Ctrl-D, leaves. Approval prompts take y (once), a (always for this session) or n (no).\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env (in-process), or from the daemon's settings. Output is coloured only on a terminal and without NO_COLOR."
+)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    repl: agentd::cli::repl::ReplArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -15,8 +29,8 @@ enum Command {
     /// Run one task headless, with an in-process supervisor, and print the result.
     Run(Box<agentd::cli::run::RunArgs>),
     /// The whole system on a built-in scripted model: no network, no API key.
-    Demo,
-    /// List the sessions kept for this user (resume one with `agent run --resume ID -p …`).
+    Demo(agentd::demo::DemoArgs),
+    /// List the sessions kept for this user (continue one with `agent` and `/resume ID`, or `agent run --resume ID -p …`).
     Sessions(agentd::cli::sessions::SessionsArgs),
 }
 
@@ -28,9 +42,10 @@ fn main() {
     // The process holds the API key: no core dumps, /proc/<pid>/{environ,mem} closed.
     let _ = nix::sys::prctl::set_dumpable(false);
     let result = match cli.command {
-        Command::Run(args) => agentd::cli::run::run(*args),
-        Command::Demo => agentd::demo::run(),
-        Command::Sessions(args) => agentd::cli::sessions::run(args),
+        None => agentd::cli::repl::run(cli.repl),
+        Some(Command::Run(args)) => agentd::cli::run::run(*args),
+        Some(Command::Demo(args)) => agentd::demo::run(args),
+        Some(Command::Sessions(args)) => agentd::cli::sessions::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

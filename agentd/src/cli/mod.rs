@@ -2,6 +2,7 @@
 //! the binary stays a thin shell over them.
 
 pub mod policy_check;
+pub mod repl;
 pub mod run;
 pub mod run_session;
 pub mod sandbox;

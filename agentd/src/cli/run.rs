@@ -82,7 +82,8 @@ pub struct RunArgs {
     pub dangerously_skip_permissions: bool,
 }
 
-fn session_id() -> SessionId {
+/// A fresh session id, for a session that is not kept in a store.
+pub(crate) fn session_id() -> SessionId {
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())

@@ -1,0 +1,305 @@
+//! The REPL itself: read a line, send it or carry out its slash command, show the turn, answer
+//! its approvals — the same code whichever [`SessionLink`] it drives.
+
+use super::approval;
+use super::editor::{Input, LineEditor};
+use super::link::{Opened, SessionLink};
+use super::render::{self, Renderer};
+use super::slash::{self, Slash};
+use super::style::{self, Palette, Tone};
+use super::turn::{self, Pause};
+use crate::inert::inert;
+use anyhow::{Context as _, Result};
+use protocol::event::ApprovalRequested;
+use protocol::verdict::ApprovalDecision;
+use std::path::PathBuf;
+use tokio::signal::unix::{Signal, SignalKind};
+
+/// The prompt of the input line.
+const PROMPT: &str = "› ";
+
+/// How long the runtime's leftover tasks get once the session has stopped.
+const SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// An interactive session on one link.
+#[derive(Debug)]
+pub struct Repl<L: SessionLink> {
+    /// The session.
+    link: L,
+    /// What the terminal shows.
+    render: Renderer,
+    /// The input line.
+    editor: LineEditor,
+    /// Where the link's futures run.
+    runtime: tokio::runtime::Runtime,
+    /// Ctrl-C while a turn runs (at the prompt the editor takes it as a key).
+    sigint: Signal,
+    /// What a turn keeps between its pauses.
+    carry: turn::Carry,
+}
+
+impl<L: SessionLink> Repl<L> {
+    /// A REPL on `link`, its input history kept in `history`.
+    pub fn new(
+        link: L,
+        runtime: tokio::runtime::Runtime,
+        workspace: PathBuf,
+        history: Option<PathBuf>,
+    ) -> Result<Self> {
+        // The editor first: it installs a SIGINT handler of its own for its lifetime, which the
+        // runtime's (installed after it) chains to. From here on SIGINT no longer ends the
+        // process: it interrupts the running turn.
+        let editor = LineEditor::new(history).context("cannot set up the input line")?;
+        let sigint = {
+            let _entered = runtime.enter();
+            tokio::signal::unix::signal(SignalKind::interrupt())
+                .context("cannot watch for Ctrl-C")?
+        };
+        let palette = Palette {
+            on: style::styled(),
+        };
+        Ok(Self {
+            link,
+            render: Renderer::new(palette, workspace),
+            editor,
+            runtime,
+            sigint,
+            carry: turn::Carry::default(),
+        })
+    }
+
+    /// Reads and carries out lines until `/quit`, Ctrl-D, or Ctrl-C twice at an empty prompt.
+    /// `opened`: how the first session was opened (its history is shown first); `first`: a
+    /// message sent before the first prompt, as if typed (the demo's task).
+    pub fn run(mut self, opened: Opened, first: Option<&str>) -> Result<i32> {
+        self.banner(opened);
+        if let Some(text) = first {
+            let shown = self
+                .render
+                .palette
+                .paint(Tone::Bold, &format!("{PROMPT}{text}"));
+            self.render.line(&shown);
+            self.turn(text);
+        }
+        let mut interrupted = false;
+        loop {
+            let line = match self.editor.read(PROMPT)? {
+                Input::End => break,
+                Input::Interrupted if interrupted => break,
+                Input::Interrupted => {
+                    interrupted = true;
+                    self.render.note("(Ctrl-C again, or Ctrl-D, to leave)");
+                    continue;
+                }
+                Input::Line(line) => line,
+            };
+            interrupted = false;
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            self.editor.remember(line);
+            match slash::parse(line) {
+                Some(Slash::Quit) => break,
+                Some(command) => self.slash(command),
+                None => self.turn(line),
+            }
+        }
+        self.runtime.block_on(self.link.close());
+        let Self { runtime, link, .. } = self;
+        drop(link);
+        // The session has stopped; a blocking task still running (a reader of a worker that
+        // will never answer) must not keep the process from exiting.
+        runtime.shutdown_timeout(SHUTDOWN);
+        Ok(0)
+    }
+
+    fn banner(&mut self, opened: Opened) {
+        let title = self.render.palette.paint(Tone::Bold, "agent");
+        let line = format!(
+            "{title} · session {} · {} · {} · /help for commands",
+            self.link.session(),
+            inert(self.link.model()),
+            self.link.transport()
+        );
+        self.render.line(&line);
+        if opened.missed {
+            self.render
+                .note("no earlier session in this directory: this is a new one");
+        }
+        if opened.replaying > 0 {
+            self.render.note("continuing; its history:");
+            let (link, render) = (&mut self.link, &mut self.render);
+            self.runtime
+                .block_on(turn::replay(link, render, opened.replaying));
+            self.render.note("(end of history)");
+        }
+    }
+
+    /// Sends `text` and shows the turn until it ends, prompting for its approvals. A refusal
+    /// with a note interrupts the turn; the note is then sent as the next message.
+    fn turn(&mut self, text: &str) {
+        if !self.send(text) {
+            return;
+        }
+        let mut note = None;
+        loop {
+            let pause = self.runtime.block_on(turn::drive(
+                &mut self.link,
+                &mut self.render,
+                &mut self.sigint,
+                &mut self.carry,
+            ));
+            match pause {
+                Pause::Approval(ask) => note = self.approve(&ask).or(note),
+                Pause::Finished(_) => match note.take() {
+                    Some(text) => {
+                        let shown = self
+                            .render
+                            .palette
+                            .paint(Tone::Bold, &format!("{PROMPT}{text}"));
+                        self.render.line(&shown);
+                        if !self.send(&text) {
+                            return;
+                        }
+                    }
+                    None => return,
+                },
+                Pause::Stopped => {
+                    self.render.error("the session stopped");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Gives the session the message `text`; whether it took it.
+    fn send(&mut self, text: &str) -> bool {
+        self.render.sent = Some(text.to_owned());
+        match self.runtime.block_on(self.link.send(text)) {
+            Ok(()) => true,
+            Err(e) => {
+                self.render.error(&e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Asks the user about `ask` and sends the answer; Ctrl-C denies and interrupts the turn. A
+    /// refusal may come with a note for the model: the turn is interrupted, and the note is
+    /// returned, to be sent as the next message (the approval reply itself carries no text).
+    fn approve(&mut self, ask: &ApprovalRequested) -> Option<String> {
+        let question = approval::question(ask, self.render.palette);
+        self.render.line(&question);
+        let (decision, interrupt) = loop {
+            match self.editor.read(approval::PROMPT) {
+                Ok(Input::Line(answer)) => match approval::parse(&answer) {
+                    Some(decision) => break (decision, false),
+                    None => self.render.note("answer y (once), a (always) or n (no)"),
+                },
+                Ok(Input::Interrupted) => break (ApprovalDecision::Deny, true),
+                Ok(Input::End) | Err(_) => break (ApprovalDecision::Deny, false),
+            }
+        };
+        let note = match (decision, interrupt) {
+            (ApprovalDecision::Deny, false) => match self.editor.read(approval::NOTE_PROMPT) {
+                Ok(Input::Line(note)) if !note.trim().is_empty() => Some(note.trim().to_owned()),
+                _ => None,
+            },
+            _ => None,
+        };
+        if note.is_some() {
+            // Once the refusal is the call's result, the turn is interrupted (see `Carry`).
+            self.carry.interrupt_after = Some(ask.call.id.clone());
+        }
+        let link = &mut self.link;
+        let result = self.runtime.block_on(async {
+            link.approve(ask.approval, decision).await?;
+            if interrupt {
+                link.interrupt().await?;
+            }
+            Ok::<_, super::link::LinkError>(())
+        });
+        if let Err(e) = result {
+            self.render.error(&e.to_string());
+            return None;
+        }
+        note
+    }
+
+    /// Carries out a slash command.
+    fn slash(&mut self, command: Slash) {
+        match command {
+            Slash::Help => {
+                for line in slash::HELP.lines() {
+                    self.render.line(line);
+                }
+            }
+            Slash::Todos => {
+                for line in render::todo_list(&self.render.todos) {
+                    self.render.line(&line);
+                }
+            }
+            Slash::Sessions => self.sessions(),
+            Slash::Resume(Some(id)) => self.resume(&id),
+            Slash::Resume(None) => self.render.error("/resume needs a session id (see /sessions)"),
+            Slash::Model(None) => {
+                let line = format!("model: {}", inert(self.link.model()));
+                self.render.line(&line);
+            }
+            Slash::Model(Some(_)) => self.render.error(
+                "switching the model of a running session is not supported yet: the engine fixes a session's model when it builds it, and has no request to change it. Start `agent --model NAME` for a new session on another model.",
+            ),
+            Slash::Approval(_) => self.render.error(
+                "changing the approval mode of a running session is not supported yet: the engine fixes it when it builds the session, and has no request to change it. Start `agent --approval MODE` (on-risk, always, never).",
+            ),
+            Slash::Compact => self.render.error(
+                "/compact is not supported yet: the engine has no request to compact on demand. It compacts on its own when the history nears the model's context window.",
+            ),
+            Slash::Quit => {}
+            Slash::Unknown(what) => {
+                let line = format!("unknown command {}: /help lists them", inert(&what));
+                self.render.error(&line);
+            }
+        }
+    }
+
+    fn sessions(&mut self) {
+        match self.runtime.block_on(self.link.sessions()) {
+            Ok(list) if list.is_empty() => self.render.note("no sessions"),
+            Ok(list) => {
+                for s in list {
+                    let here = if s.id == self.link.session().as_str() {
+                        "*"
+                    } else {
+                        " "
+                    };
+                    let line = format!(
+                        "{here} {}  {:<12}  {}  {}",
+                        s.id,
+                        s.state,
+                        inert(&s.workspace.display().to_string()),
+                        inert(s.title.as_deref().unwrap_or("")),
+                    );
+                    self.render.line(&line);
+                }
+            }
+            Err(e) => self.render.error(&e.to_string()),
+        }
+    }
+
+    fn resume(&mut self, id: &str) {
+        let link = &mut self.link;
+        let render = &mut self.render;
+        let resumed = self.runtime.block_on(async {
+            let count = link.resume(id).await?;
+            render.note(&format!("resumed session {id}; its history:"));
+            turn::replay(link, render, count).await;
+            Ok::<_, super::link::LinkError>(())
+        });
+        match resumed {
+            Ok(()) => self.render.note("(end of history)"),
+            Err(e) => self.render.error(&e.to_string()),
+        }
+    }
+}
