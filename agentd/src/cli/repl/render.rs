@@ -184,7 +184,31 @@ impl Renderer {
                 c.messages_summarised, c.tokens_before, c.tokens_after
             )),
             Event::TurnFinished(t) => self.turn_finished(t),
+            Event::Subagent(s) => self.subagent(s.call_id.as_str(), &s.event),
             Event::ApprovalResolved(_) | Event::TurnStarted(_) => {}
+        }
+    }
+
+    /// A subagent's work: its calls, one line each, marked as its own; its text stays in its
+    /// report, which the `task` call's result shows.
+    fn subagent(&mut self, task: &str, event: &Event) {
+        let tag = self
+            .palette
+            .paint(Tone::Dim, &format!("  ↳ [subagent {}]", inert(task)));
+        match event {
+            Event::ToolCallStarted(s) => {
+                let line = format!("{tag} {} {}", inert(&s.call.name), summary_of(&s.call));
+                self.line(&line);
+            }
+            Event::ToolCallFinished(f) => {
+                let line = format!(
+                    "{tag}   {} · {}",
+                    status_word(f.status),
+                    duration(f.duration_ms)
+                );
+                self.line(&line);
+            }
+            _ => {}
         }
     }
 
