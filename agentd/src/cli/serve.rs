@@ -3,7 +3,7 @@
 use crate::engine::build::Base;
 use crate::engine::{Shutdown, Stopping};
 use crate::server::factory::Factory;
-use crate::server::{self, Server, listen, notify, sessions::Sessions};
+use crate::server::{self, Server, listen, notify, privileges, sessions::Sessions};
 use crate::store::Store;
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -30,6 +30,14 @@ pub struct ServeArgs {
 /// Runs the server until SIGINT or SIGTERM; then lets running steps finish within the grace
 /// period, saves every session, tells the clients, kills the workers, and returns 0.
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
+    // Before any thread exists: capabilities are per thread, so they are dropped here, once,
+    // for every thread and process agentd will start.
+    if let Some(kept) = privileges::drop_unneeded()? {
+        tracing::info!(
+            kept = %privileges::names(&kept).join(" "),
+            "capabilities dropped but those needed to start workers as other users"
+        );
+    }
     // Before any thread exists: the activation variables are read and removed here.
     let activated = listen::activated();
     let systemd = Arc::new(notify::Systemd::from_env());
