@@ -56,6 +56,11 @@ pub struct CreateSession {
     pub max_steps: Option<u32>,
     /// A short human title.
     pub title: Option<String>,
+    /// A read-only session: every call sees the workspace read-only (the sandbox's `read-only`
+    /// profile) and the model is not offered the tools that write. Added after version 1 was
+    /// first published: JSON clients may leave it out (false); in bincode it is the last field.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 /// Payload of [`Request::ListSessions`].

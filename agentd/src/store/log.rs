@@ -51,6 +51,9 @@ pub struct Options {
     /// Model calls per turn at most.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// Every call sees the workspace read-only, and no tool that writes is offered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// One event as stored.

@@ -41,6 +41,7 @@ pub fn requests() -> Vec<Request> {
             approval: ApprovalMode::OnRisk,
             max_steps: Some(50),
             title: None,
+            read_only: false,
         }),
         Request::ListSessions(ListSessions { all_users: false }),
         Request::AttachSession(AttachSession {
