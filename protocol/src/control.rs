@@ -198,6 +198,14 @@ pub struct StatusInfo {
     pub landlock_abi: Option<u32>,
     /// How tool processes are contained (`cgroup v2 (unified)`, `pid namespace`, …).
     pub containment: String,
+    /// Worker processes now: running a call, or locked down and ready for one. Added after
+    /// version 1 was first published, as `seccomp` (JSON: may be absent; bincode: always there).
+    #[serde(default)]
+    pub workers: u32,
+    /// This kernel's seccomp: whether filters can be installed (the actions it offers), and
+    /// whether agentd itself runs under one (as it does under the systemd unit).
+    #[serde(default)]
+    pub seccomp: String,
 }
 
 /// An error, with a code for programs and a message for people.

@@ -150,6 +150,8 @@ pub fn response_bodies() -> Vec<ResponseBody> {
             sessions: 1,
             landlock_abi: Some(7),
             containment: "cgroup v2 (unified)".into(),
+            workers: 2,
+            seccomp: "filters available (kill_process kill_thread trap errno user_notif trace log allow); agentd itself: not filtered".into(),
         }),
         ResponseBody::Error(error()),
     ]
