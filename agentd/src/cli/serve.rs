@@ -67,6 +67,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         .or_else(|| defaults.as_ref().map(|d| d.state_dir.clone()))
         .context("no state directory")?;
     let store = Store::open(&state_dir)?;
+    warn_if_closed(&state_dir);
     let (listener, shown, bound) = match activated {
         Some(l) => (l, "the socket systemd passed".to_owned(), None),
         None => {
@@ -161,5 +162,22 @@ fn stop_signal() -> impl std::future::Future<Output = ()> {
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
+    }
+}
+
+/// A root daemon's state directory must be passable by others (0711: not listable) for a
+/// session's owner to reach its spill folder; one that is not is said once, at start.
+fn warn_if_closed(state_dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    if let Ok(meta) = std::fs::metadata(state_dir)
+        && meta.permissions().mode() & 0o001 == 0
+    {
+        tracing::warn!(
+            "{} is not passable by other users (make it 0711): sessions of other users cannot page back a spilled output",
+            state_dir.display()
+        );
     }
 }

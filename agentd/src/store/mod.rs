@@ -12,6 +12,7 @@
 //! * [`read`]: loading a log — a torn last line (a crash mid-write) is ignored with a warning,
 //!   and cut off before the writer appends again; any other bad line, or a log written by
 //!   another format version, is an error naming the file and the line.
+//! * [`permissions`]: what a root daemon's session owners may reach (their spill folders);
 //! * [`list`]: the sessions of a state directory, each log read whole (a few ms for a long
 //!   session; an index is the next step if listings of thousands of sessions get slow).
 //!
@@ -20,6 +21,7 @@
 
 pub mod list;
 pub mod log;
+pub mod permissions;
 pub mod read;
 #[cfg(test)]
 mod tests;
@@ -101,6 +103,7 @@ impl Store {
             .mode(0o700)
             .create(&root)
             .map_err(io_err(&root))?;
+        permissions::sessions_root(&root).map_err(io_err(&root))?;
         Ok(Self { root })
     }
 
