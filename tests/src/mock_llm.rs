@@ -168,6 +168,23 @@ struct State {
     issued: Mutex<strict::Issued>,
     /// Body bytes of endless replies written to clients so far.
     endless_sent: std::sync::atomic::AtomicUsize,
+    /// When set, chooses every reply from the request's body instead of the script.
+    responder: Responder,
+}
+
+/// A function from a request's JSON body to its reply: for many conversations at once, which
+/// one script in one order cannot serve.
+#[derive(Default)]
+struct Responder(Option<Box<dyn Fn(&serde_json::Value) -> Reply + Send + Sync>>);
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Responder(fn)"
+        } else {
+            "Responder(none)"
+        })
+    }
 }
 
 impl Drop for MockLlm {
@@ -179,12 +196,29 @@ impl Drop for MockLlm {
 impl MockLlm {
     /// Starts a server that answers with `script`, in order; past its end it answers 500.
     pub async fn start(script: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let state = Arc::new(State {
+        Self::serving(State {
             script: Mutex::new(VecDeque::from(script)),
             ..State::default()
-        });
+        })
+        .await
+    }
+
+    /// Starts a server that answers each request with what `reply` makes of its JSON body (and
+    /// keeps no record of requests: it serves benchmarks of many sessions at once).
+    pub async fn responding(
+        reply: impl Fn(&serde_json::Value) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        Self::serving(State {
+            responder: Responder(Some(Box::new(reply))),
+            ..State::default()
+        })
+        .await
+    }
+
+    async fn serving(state: State) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(state);
         let shared = state.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -280,6 +314,10 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     }
     let raw_body = String::from_utf8_lossy(&buf[header_end..]).into_owned();
     let body = serde_json::from_str(&raw_body).unwrap_or(serde_json::Value::Null);
+    if let Some(respond) = &state.responder.0 {
+        let reply = respond(&body);
+        return write_reply(&mut stream, &state, reply).await;
+    }
     let checked = strict::check(&path, &body, &state.issued.lock().unwrap());
     state.requests.lock().unwrap().push(Recorded {
         method,
@@ -300,6 +338,11 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
                 reply
             }
         };
+    write_reply(&mut stream, &state, reply).await
+}
+
+/// Writes `reply` and closes the connection.
+async fn write_reply(stream: &mut TcpStream, state: &State, reply: Reply) -> std::io::Result<()> {
     match reply {
         Reply::Json {
             status,
