@@ -175,7 +175,10 @@ struct State {
 /// A function from a request's JSON body to its reply: for many conversations at once, which
 /// one script in one order cannot serve.
 #[derive(Default)]
-struct Responder(Option<Box<dyn Fn(&serde_json::Value) -> Reply + Send + Sync>>);
+struct Responder(Option<Box<ReplyFn>>);
+
+/// What [`MockLlm::responding`] is given.
+type ReplyFn = dyn Fn(&serde_json::Value) -> Reply + Send + Sync;
 
 impl std::fmt::Debug for Responder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
