@@ -189,8 +189,9 @@ fn warn_if_closed(state_dir: &std::path::Path) {
 /// core, because a session's journal syncs its log at each step's end (`fdatasync`, about 1.4 ms
 /// on the build machines) on the thread that emits the event. With one thread per core, two
 /// syncing sessions stall every other session and client; with more threads their syncs overlap.
-/// Measured with `tests/benches/daemon_load.rs` at 50 sessions on 2 cores: 2 threads 204–227
-/// calls/s, 8 threads 232–265 (docs/daemon.md, "Benchmark"), for about 4 MiB more at peak.
+/// Measured with `tests/benches/daemon_load.rs` at 50 sessions on 2 cores, alternating runs:
+/// 2 threads 211 and 204 calls/s, 8 threads 243 and 232 (docs/daemon.md, "Benchmark"), for
+/// about 4 MiB more at peak.
 fn worker_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
