@@ -94,10 +94,18 @@ pub struct Store {
 }
 
 impl Store {
-    /// The store under `state_dir`, creating `state_dir/sessions` (mode 0700) if needed.
+    /// The store under `state_dir`, creating it and `state_dir/sessions` if needed: 0700, or for
+    /// a root daemon passable, not listable, by others (0711; see [`permissions`]).
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
         use std::os::unix::fs::DirBuilderExt;
         let root = state_dir.join("sessions");
+        // A root daemon's state directory, when it makes it, is passable by the sessions'
+        // owners (their spill folders are inside); the umask may still narrow it.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(permissions::state_dir_mode())
+            .create(state_dir)
+            .map_err(io_err(state_dir))?;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)

@@ -34,6 +34,11 @@ fn root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// The mode a state directory is made with: 0711 for a root daemon, else 0700.
+pub fn state_dir_mode() -> u32 {
+    if root() { 0o711 } else { 0o700 }
+}
+
 /// `<state>/sessions` of a root daemon: passable, not listable (0711).
 pub fn sessions_root(path: &Path) -> std::io::Result<()> {
     if !root() {
