@@ -1,9 +1,9 @@
-//! What a root agentd keeps of its privileges: exactly the capabilities that starting workers as
-//! other users takes (`agentd::server::privileges::KEPT`, the systemd unit's
+//! What a root agentd keeps of its privileges: exactly the capabilities that starting (and
+//! stopping) workers as other users takes (`agentd::server::privileges::KEPT`, the systemd unit's
 //! `CapabilityBoundingSet=`), in every set of every thread and of what it executes — and with
 //! only those, sessions of root and of another user still run their calls, in a workspace that
-//! only its owner may enter, and the calls' temp dirs are cleaned up whatever the owner left in
-//! them.
+//! only its owner may enter, the calls' temp dirs are cleaned up whatever the owner left in
+//! them, and an interrupted call of another user leaves nothing running.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 mod daemon;
@@ -82,7 +82,7 @@ fn a_root_daemon_keeps_exactly_the_worker_capabilities_in_every_thread_and_child
         "CAP_CHOWN",
     ]
     .into_iter()
-    .chain(["CAP_DAC_OVERRIDE", "CAP_FOWNER"])
+    .chain(["CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL"])
     .map(|n| n.parse::<caps::Capability>().unwrap());
     assert_eq!(kept, mask(documented));
 
@@ -184,4 +184,82 @@ fn another_users_session_runs_in_a_private_workspace_and_its_temp_dir_is_cleaned
     wait_for("the call's temp dir is removed", || {
         std::fs::symlink_metadata(&tmp).is_err()
     });
+}
+
+#[test]
+fn an_interrupt_kills_every_process_of_another_users_call() {
+    let Some(user) = test_user() else {
+        eprintln!("skipped: needs root to create the test user");
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // A process that leaves the call's session and process group, as the owner.
+    let mock = rt.block_on(MockLlm::start(vec![
+        bash("call_1", "setsid sleep 4343 & sleep 4343"),
+        answer("interrupted"),
+    ]));
+    let place = Place::new("");
+    let _d = Daemon::start(&place, &mock.url());
+    std::fs::set_permissions(&place.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let ws = Dir::new("dpriv-kill-ws", As::User);
+    let script = r#"
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+def send(o):
+    b = json.dumps(o).encode(); s.sendall(struct.pack(">I", len(b)) + b)
+def recv():
+    n = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))[0]
+    return json.loads(s.recv(n, socket.MSG_WAITALL))
+def ask(i, req):
+    send({"id": i, "request": req})
+    while True:
+        m = recv()
+        if m.get("type") == "response": return m["body"]
+send({"hello": {"protocol": 1, "encoding": "json"}}); recv()
+sid = ask(1, {"type": "create_session", "workspace": sys.argv[2], "model": None,
+    "approval": "skip_permissions", "max_steps": None, "title": None})["id"]
+ask(2, {"type": "attach_session", "session": sid, "after_seq": None})
+ask(3, {"type": "send_message", "session": sid, "text": "go"})
+print("running", flush=True)
+sys.stdin.readline()
+send({"id": 4, "request": {"type": "interrupt", "session": sid}})
+while True:
+    m = recv()
+    if m.get("type") == "event" and m["event"]["type"] == "turn_finished":
+        print(m["event"]["reason"], flush=True); break
+"#;
+    let mut client = agentd_e2e::command_for("/usr/bin/python3", As::User)
+        .arg("-c")
+        .arg(script)
+        .arg(&place.socket)
+        .arg(&ws.0)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(client.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "running");
+    // The two sleeps (the bash that started them matches too, so it is left out).
+    let sleeping = || -> Vec<String> {
+        agentd_e2e::processes_with("sleep 4343")
+            .into_iter()
+            .filter(|p| p.contains(": sleep 4343"))
+            .collect()
+    };
+    wait_for("both sleeps run", || sleeping().len() == 2);
+    for p in sleeping() {
+        let pid = p.split(':').next().unwrap();
+        let uid = std::fs::metadata(format!("/proc/{pid}")).unwrap().uid();
+        assert_eq!(uid, user.uid, "the call runs as the owner: {p}");
+    }
+    std::io::Write::write_all(client.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    line.clear();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "interrupted");
+    wait_for("every process of the call is gone", || {
+        sleeping().is_empty()
+    });
+    assert!(client.wait().unwrap().success());
 }

@@ -10,11 +10,10 @@
 
 use caps::{CapSet, Capability, CapsHashSet};
 
-/// What a root agentd keeps, each for a reason a test shows. Not kept, though it was once
-/// thought needed: `CAP_KILL` (every process a call starts is in the PID namespace of a worker
-/// that still runs as root, so killing that worker ends them all) and `CAP_DAC_READ_SEARCH`
-/// (`CAP_DAC_OVERRIDE` covers the reading, without `open_by_handle_at`).
-pub const KEPT: [Capability; 7] = [
+/// What a root agentd keeps, each for a reason a test shows. Not kept, though the unit granted
+/// it: `CAP_DAC_READ_SEARCH` (`CAP_DAC_OVERRIDE` covers the reading, without
+/// `open_by_handle_at`).
+pub const KEPT: [Capability; 8] = [
     // Workers enter new mount, PID and IPC namespaces as root (no user namespace) and mount their
     // view of the filesystem.
     Capability::CAP_SYS_ADMIN,
@@ -32,6 +31,11 @@ pub const KEPT: [Capability; 7] = [
     Capability::CAP_DAC_OVERRIDE,
     // Cleaning up a temp dir where the owner made a sticky directory of its own files.
     Capability::CAP_FOWNER,
+    // Killing what an interrupted or timed-out call of another user left running: the PID
+    // namespace's init runs as the owner and loses its parent-death signal when it changes
+    // uid, so killing the root worker above it is not enough; the call's cgroup is, but on
+    // cgroup v1 (no `cgroup.kill`) that is a `kill` of each of the owner's processes.
+    Capability::CAP_KILL,
 ];
 
 /// Why the capabilities could not be reduced.
