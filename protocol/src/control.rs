@@ -56,6 +56,11 @@ pub struct CreateSession {
     pub max_steps: Option<u32>,
     /// A short human title.
     pub title: Option<String>,
+    /// A read-only session: every call sees the workspace read-only (the sandbox's `read-only`
+    /// profile) and the model is not offered the tools that write. Added after version 1 was
+    /// first published: JSON clients may leave it out (false); in bincode it is the last field.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 /// Payload of [`Request::ListSessions`].
@@ -193,6 +198,14 @@ pub struct StatusInfo {
     pub landlock_abi: Option<u32>,
     /// How tool processes are contained (`cgroup v2 (unified)`, `pid namespace`, …).
     pub containment: String,
+    /// Worker processes now: running a call, or locked down and ready for one. Added after
+    /// version 1 was first published, as `seccomp` (JSON: may be absent; bincode: always there).
+    #[serde(default)]
+    pub workers: u32,
+    /// This kernel's seccomp: whether filters can be installed (the actions it offers), and
+    /// whether agentd itself runs under one (as it does under the systemd unit).
+    #[serde(default)]
+    pub seccomp: String,
 }
 
 /// An error, with a code for programs and a message for people.

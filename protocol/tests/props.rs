@@ -50,17 +50,19 @@ fn request() -> impl Strategy<Value = Request> {
         (
             any::<String>(),
             proptest::option::of(any::<String>()),
-            proptest::option::of(any::<u32>())
+            proptest::option::of(any::<u32>()),
+            any::<bool>()
         )
-            .prop_map(
-                |(ws, model, max_steps)| Request::CreateSession(CreateSession {
+            .prop_map(|(ws, model, max_steps, read_only)| Request::CreateSession(
+                CreateSession {
                     workspace: ws.into(),
                     model,
                     approval: ApprovalMode::Never,
                     max_steps,
                     title: None,
-                })
-            ),
+                    read_only,
+                }
+            )),
         any::<bool>().prop_map(|all_users| Request::ListSessions(ListSessions { all_users })),
         (session_id(), proptest::option::of(any::<u64>())).prop_map(|(session, s)| {
             Request::AttachSession(AttachSession {

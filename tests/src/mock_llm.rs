@@ -172,6 +172,26 @@ struct State {
     issued: Mutex<strict::Issued>,
     /// Body bytes of endless replies written to clients so far.
     endless_sent: std::sync::atomic::AtomicUsize,
+    /// When set, chooses every reply from the request's body instead of the script.
+    responder: Responder,
+}
+
+/// A function from a request's JSON body to its reply: for many conversations at once, which
+/// one script in one order cannot serve.
+#[derive(Default)]
+struct Responder(Option<Box<ReplyFn>>);
+
+/// What [`MockLlm::responding`] is given.
+type ReplyFn = dyn Fn(&serde_json::Value) -> Reply + Send + Sync;
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Responder(fn)"
+        } else {
+            "Responder(none)"
+        })
+    }
 }
 
 impl Drop for MockLlm {
@@ -183,12 +203,30 @@ impl Drop for MockLlm {
 impl MockLlm {
     /// Starts a server that answers with `script`, in order; past its end it answers 500.
     pub async fn start(script: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let state = Arc::new(State {
+        Self::serving(State {
             script: Mutex::new(VecDeque::from(script)),
             ..State::default()
-        });
+        })
+        .await
+    }
+
+    /// Starts a server that answers each request with what `reply` makes of its JSON body, as
+    /// strict as a scripted one, but keeping no record of requests: it serves benchmarks of many
+    /// sessions at once.
+    pub async fn responding(
+        reply: impl Fn(&serde_json::Value) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        Self::serving(State {
+            responder: Responder(Some(Box::new(reply))),
+            ..State::default()
+        })
+        .await
+    }
+
+    async fn serving(state: State) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(state);
         let shared = state.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -297,23 +335,38 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     let raw_body = String::from_utf8_lossy(&buf[header_end..]).into_owned();
     let body = serde_json::from_str(&raw_body).unwrap_or(serde_json::Value::Null);
     let checked = strict::check(&path, &body, &state.issued.lock().unwrap());
-    let first = first_user_message(&body);
-    state.requests.lock().unwrap().push(Recorded {
-        method,
-        path,
-        headers,
-        body,
-        raw_body,
-    });
-    let reply = match checked {
-        Err(refusal) => refusal,
-        Ok(()) => {
+    // A responding mock is as strict, but keeps no record of requests: it serves benchmarks of
+    // thousands of calls.
+    let scripted = match (&checked, &state.responder.0) {
+        (Err(_), _) => None,
+        (Ok(()), Some(respond)) => Some(respond(&body)),
+        (Ok(()), None) => {
+            let first = first_user_message(&body);
             let reply = next_reply(&state, first.as_deref())
                 .unwrap_or_else(|| Reply::error(500, "the mock's script is exhausted", &[]));
+            state.requests.lock().unwrap().push(Recorded {
+                method,
+                path,
+                headers,
+                body,
+                raw_body,
+            });
+            Some(reply)
+        }
+    };
+    let reply = match (checked, scripted) {
+        (Err(refusal), _) => refusal,
+        (Ok(()), Some(reply)) => {
             strict::record(&mut state.issued.lock().unwrap(), &reply);
             reply
         }
+        (Ok(()), None) => Reply::error(500, "the mock answered nothing", &[]),
     };
+    write_reply(&mut stream, &state, reply).await
+}
+
+/// Writes `reply` and closes the connection.
+async fn write_reply(stream: &mut TcpStream, state: &State, reply: Reply) -> std::io::Result<()> {
     match reply {
         Reply::Json {
             status,

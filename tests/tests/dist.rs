@@ -267,7 +267,7 @@ fn the_tmpfiles_and_sysusers_snippets_make_what_they_say() {
     use std::os::unix::fs::MetadataExt as _;
     for (path, mode) in [
         ("run/agentd", 0o755),
-        ("var/lib/agentd", 0o700),
+        ("var/lib/agentd", 0o711),
         ("etc/agentd", 0o755),
     ] {
         let meta = std::fs::metadata(root.0.join(path)).unwrap();

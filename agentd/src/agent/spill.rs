@@ -2,8 +2,9 @@
 //! and where the whole text is; the whole text is spilled to the session's folder, which every
 //! call of the session may read (`read_file` with offset and limit pages through it).
 
+use nix::fcntl::{OFlag, open, openat};
+use nix::sys::stat::{Mode, fstat};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Bytes of one tool output the model gets.
@@ -50,15 +51,27 @@ fn write(dir: &Path, call_id: &str, content: &str) -> std::io::Result<PathBuf> {
         })
         .take(80)
         .collect();
-    let path = dir.join(format!("{name}.txt"));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)?;
-    file.write_all(content.as_bytes())?;
-    Ok(path)
+    let file_name = format!("{name}.txt");
+    // Through the folder's descriptor: the folder may be the session owner's (a root daemon's
+    // session of another user), so its owner is read from what was opened, and the new file —
+    // never one that was there, never through a link — is given to that owner.
+    let folder = open(
+        dir,
+        OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    let owner = fstat(&folder)?.st_uid;
+    let fd = openat(
+        &folder,
+        file_name.as_str(),
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )?;
+    if owner != nix::unistd::geteuid().as_raw() {
+        nix::unistd::fchown(&fd, Some(nix::unistd::Uid::from_raw(owner)), None)?;
+    }
+    std::fs::File::from(fd).write_all(content.as_bytes())?;
+    Ok(dir.join(file_name))
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@ enum Command {
     Sandbox(agentd::cli::sandbox::SandboxArgs),
     /// Serve the control socket (docs/protocol.md) until SIGINT or SIGTERM.
     Serve(agentd::cli::serve::ServeArgs),
+    /// Ask a running daemon for its status: version, uptime, sessions, workers, Landlock ABI,
+    /// seccomp.
+    Status(agentd::cli::status::StatusArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -39,6 +42,7 @@ fn main() {
         Command::Policy(PolicyCommand::Check(args)) => agentd::cli::policy_check::run(args),
         Command::Sandbox(args) => agentd::cli::sandbox::run(args),
         Command::Serve(args) => agentd::cli::serve::run(args),
+        Command::Status(args) => agentd::cli::status::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

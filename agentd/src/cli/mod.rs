@@ -8,6 +8,7 @@ pub mod run_session;
 pub mod sandbox;
 pub mod serve;
 pub mod sessions;
+pub mod status;
 
 /// Logs to stderr for a command-line binary: warnings and errors by default (a skipped
 /// `AGENTS.md`, a cgroup left behind), more with `AGENTD_LOG` (`info`, `debug`, `agentd=trace`, …

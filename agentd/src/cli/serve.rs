@@ -3,7 +3,7 @@
 use crate::engine::build::Base;
 use crate::engine::{Shutdown, Stopping};
 use crate::server::factory::Factory;
-use crate::server::{self, Server, listen, notify, sessions::Sessions};
+use crate::server::{self, Server, listen, notify, privileges, sessions::Sessions};
 use crate::store::Store;
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -30,6 +30,14 @@ pub struct ServeArgs {
 /// Runs the server until SIGINT or SIGTERM; then lets running steps finish within the grace
 /// period, saves every session, tells the clients, kills the workers, and returns 0.
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
+    // Before any thread exists: capabilities are per thread, so they are dropped here, once,
+    // for every thread and process agentd will start.
+    if let Some(kept) = privileges::drop_unneeded()? {
+        tracing::info!(
+            kept = %privileges::names(&kept).join(" "),
+            "capabilities dropped but those needed to start workers as other users"
+        );
+    }
     // Before any thread exists: the activation variables are read and removed here.
     let activated = listen::activated();
     let systemd = Arc::new(notify::Systemd::from_env());
@@ -59,6 +67,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         .or_else(|| defaults.as_ref().map(|d| d.state_dir.clone()))
         .context("no state directory")?;
     let store = Store::open(&state_dir)?;
+    warn_if_closed(&state_dir);
     let (listener, shown, bound) = match activated {
         Some(l) => (l, "the socket systemd passed".to_owned(), None),
         None => {
@@ -86,7 +95,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     };
     let sessions = Sessions::new(store, admin_gid, factory, limits.max_sessions_per_uid);
     let server = Arc::new(Server::new(limits, sessions, shutdown.clone()));
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(worker_threads())
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         let listener = tokio::net::UnixListener::from_std(listener)?;
         // The handlers are in place before anyone is told we are ready, so an early SIGTERM
@@ -154,4 +166,35 @@ fn stop_signal() -> impl std::future::Future<Output = ()> {
             _ = int.recv() => {}
         }
     }
+}
+
+/// A root daemon's state directory must be passable by others (0711: not listable) for a
+/// session's owner to reach its spill folder; one that is not is said once, at start.
+fn warn_if_closed(state_dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    if let Ok(meta) = std::fs::metadata(state_dir)
+        && meta.permissions().mode() & 0o001 == 0
+    {
+        tracing::warn!(
+            "{} is not passable by other users (make it 0711): sessions of other users cannot page back a spilled output",
+            state_dir.display()
+        );
+    }
+}
+
+/// The runtime's worker threads: four per core (at least 4, at most 16), not tokio's one per
+/// core, because a session's journal syncs its log at each step's end (`fdatasync`, about 1.4 ms
+/// on the build machines) on the thread that emits the event. With one thread per core, two
+/// syncing sessions stall every other session and client; with more threads their syncs overlap.
+/// Measured with `tests/benches/daemon_load.rs` at 50 sessions on 2 cores, alternating runs:
+/// 2 threads 211 and 204 calls/s, 8 threads 243 and 232 (docs/daemon.md, "Benchmark"), for
+/// about 4 MiB more at peak.
+fn worker_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .saturating_mul(4)
+        .clamp(4, 16)
 }

@@ -145,7 +145,7 @@ impl Factory {
             home: user.map(|u| u.dir).or_else(home_of_daemon),
             run_as,
             tmp_parent: std::env::temp_dir(),
-            read_only: false,
+            read_only: options.read_only,
         };
         Ok((plan, settings.model))
     }

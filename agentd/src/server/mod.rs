@@ -8,7 +8,9 @@
 //! * [`requests`]: each request, answered for the peer that asked;
 //! * [`sessions`]: the daemon's sessions (loaded on the engine, kept in the store) and who may
 //!   see and drive them; [`factory`]: how a daemon session is built;
-//! * [`attach`]: a connection's attachments, forwarding each session's events to it.
+//! * [`attach`]: a connection's attachments, forwarding each session's events to it;
+//! * [`kernel`]: what `status` reports of this kernel's seccomp;
+//! * [`privileges`]: the capabilities a root agentd keeps, and the dropping of the rest.
 //!
 //! Shutdown (SIGTERM) is one [`Shutdown`] value: the accept loop stops, the sessions let their
 //! running steps finish within the grace period and close their logs and pools, then every
@@ -21,8 +23,10 @@
 pub mod attach;
 pub mod connection;
 pub mod factory;
+pub mod kernel;
 pub mod listen;
 pub mod notify;
+pub mod privileges;
 pub mod requests;
 pub mod sessions;
 

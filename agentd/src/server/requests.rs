@@ -44,6 +44,8 @@ pub async fn handle(
             sessions: u32::try_from(sessions.loaded_count()).unwrap_or(u32::MAX),
             landlock_abi: tool_worker::lockdown::landlock::kernel_abi(),
             containment: crate::worker::cgroup::Layout::detect().describe().into(),
+            workers: u32::try_from(crate::worker::process::live()).unwrap_or(u32::MAX),
+            seccomp: super::kernel::seccomp(),
         })),
         Request::ListSessions(l) => sessions
             .list(peer, l.all_users)

@@ -143,6 +143,7 @@ impl Sessions {
             title: c.title,
             approval: Some(c.approval),
             max_steps: c.max_steps,
+            read_only: c.read_only,
         };
         let owner = Owner {
             uid: peer.uid,

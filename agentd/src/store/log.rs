@@ -51,6 +51,9 @@ pub struct Options {
     /// Model calls per turn at most.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// Every call sees the workspace read-only, and no tool that writes is offered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// One event as stored.
@@ -72,6 +75,8 @@ pub struct SessionLog {
     file: Flock<File>,
     next: u64,
     unsynced: bool,
+    /// The session's owner: its spill folder is theirs.
+    owner: u32,
 }
 
 /// Now, milliseconds since the Unix epoch.
@@ -161,6 +166,7 @@ impl SessionLog {
             file,
             next: 1,
             unsynced: false,
+            owner: owner_uid,
         };
         log.write_line(&header)?;
         log.sync()?;
@@ -194,6 +200,7 @@ impl SessionLog {
             file,
             next,
             unsynced: false,
+            owner: loaded.header.owner_uid,
         };
         Ok((log, loaded))
     }
@@ -235,7 +242,8 @@ impl SessionLog {
         Seq(self.next - 1)
     }
 
-    /// The session's spill directory, created (0700) on first use.
+    /// The session's spill directory, created (0700) on first use; in a root daemon, the
+    /// owner's ([`super::permissions`]), so that the owner's workers can read it.
     pub fn spill_dir(&self) -> Result<PathBuf, StoreError> {
         let dir = self.path.with_file_name(SPILL_DIR);
         std::fs::DirBuilder::new()
@@ -243,6 +251,9 @@ impl SessionLog {
             .recursive(true)
             .create(&dir)
             .map_err(io_err(&dir))?;
+        if let Some(session_dir) = self.path.parent() {
+            super::permissions::share_spill(session_dir, &dir, self.owner).map_err(io_err(&dir))?;
+        }
         Ok(dir)
     }
 

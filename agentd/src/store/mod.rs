@@ -12,6 +12,7 @@
 //! * [`read`]: loading a log — a torn last line (a crash mid-write) is ignored with a warning,
 //!   and cut off before the writer appends again; any other bad line, or a log written by
 //!   another format version, is an error naming the file and the line.
+//! * [`permissions`]: what a root daemon's session owners may reach (their spill folders);
 //! * [`list`]: the sessions of a state directory, each log read whole (a few ms for a long
 //!   session; an index is the next step if listings of thousands of sessions get slow).
 //!
@@ -20,6 +21,7 @@
 
 pub mod list;
 pub mod log;
+pub mod permissions;
 pub mod read;
 #[cfg(test)]
 mod tests;
@@ -92,15 +94,24 @@ pub struct Store {
 }
 
 impl Store {
-    /// The store under `state_dir`, creating `state_dir/sessions` (mode 0700) if needed.
+    /// The store under `state_dir`, creating it and `state_dir/sessions` if needed: 0700, or for
+    /// a root daemon passable, not listable, by others (0711; see [`permissions`]).
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
         use std::os::unix::fs::DirBuilderExt;
         let root = state_dir.join("sessions");
+        // A root daemon's state directory, when it makes it, is passable by the sessions'
+        // owners (their spill folders are inside); the umask may still narrow it.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(permissions::state_dir_mode())
+            .create(state_dir)
+            .map_err(io_err(state_dir))?;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&root)
             .map_err(io_err(&root))?;
+        permissions::sessions_root(&root).map_err(io_err(&root))?;
         Ok(Self { root })
     }
 

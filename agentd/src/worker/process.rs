@@ -8,6 +8,7 @@ use super::zygote::{self, WorkerProcess};
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::AsyncRead;
 
 /// How every worker binary is started, as a worker or as a zygote (`mode_arg`): `hosted_arg`
@@ -43,6 +44,21 @@ pub enum Process {
 /// Its stderr, to read.
 pub type Stderr = Box<dyn AsyncRead + Unpin + Send>;
 
+/// Workers started and not yet dropped (running a call, or locked down and waiting for one).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// How many worker processes this process holds now: running a call or ready for one
+/// (`agentd status`).
+pub fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl Process {
     /// Starts `program` as a worker on `chan`, with `hosted_arg` first when the binary hosts the
     /// worker behind it. `contain`: how a zygote forks it (`tool_worker::zygote::CONTAINED…`).
@@ -58,6 +74,7 @@ impl Process {
             let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(read)
                 .ok()
                 .map(|r| Box::new(r) as Stderr);
+            LIVE.fetch_add(1, Ordering::Relaxed);
             return Ok((Process::Forked(child), stderr));
         }
         let mut command = tokio::process::Command::from(command(program, hosted_arg, None, chan));
@@ -66,6 +83,7 @@ impl Process {
         // that dies closes the last copy, and we see EOF at once instead of waiting for a timeout.
         drop(command);
         let stderr = child.stderr.take().map(|s| Box::new(s) as Stderr);
+        LIVE.fetch_add(1, Ordering::Relaxed);
         Ok((Process::Spawned(child), stderr))
     }
 

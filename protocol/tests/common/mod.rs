@@ -41,6 +41,7 @@ pub fn requests() -> Vec<Request> {
             approval: ApprovalMode::OnRisk,
             max_steps: Some(50),
             title: None,
+            read_only: false,
         }),
         Request::ListSessions(ListSessions { all_users: false }),
         Request::AttachSession(AttachSession {
@@ -153,6 +154,8 @@ pub fn response_bodies() -> Vec<ResponseBody> {
             sessions: 1,
             landlock_abi: Some(7),
             containment: "cgroup v2 (unified)".into(),
+            workers: 2,
+            seccomp: "filters available (kill_process kill_thread trap errno user_notif trace log allow); agentd itself: not filtered".into(),
         }),
         ResponseBody::Error(error()),
     ]

@@ -277,3 +277,48 @@ pub fn wait_for(what: &str, check: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(25));
     }
 }
+
+/// A JSON client run as the test user (`python3` under `setpriv`), so the daemon sees its uid.
+/// Sends each of `requests` in turn and returns every frame it got, in order. In a request,
+/// the string `"$SESSION"` stands for the id of the last session created; after a
+/// `send_message`, frames are read up to that turn's `turn_finished` (attach first).
+pub fn as_user(socket: &Path, requests: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let script = r#"
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+def send(o):
+    b = json.dumps(o).encode(); s.sendall(struct.pack(">I", len(b)) + b)
+def recv():
+    n = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))[0]
+    m = json.loads(s.recv(n, socket.MSG_WAITALL)); print(json.dumps(m), flush=True); return m
+send({"hello": {"protocol": 1, "encoding": "json"}}); recv()
+session = None
+for i, req in enumerate(json.loads(sys.argv[2])):
+    req = json.loads(json.dumps(req).replace('"$SESSION"', json.dumps(session)))
+    send({"id": i, "request": req})
+    while True:
+        m = recv()
+        if m.get("type") == "response": break
+    if m["body"].get("type") == "session_created": session = m["body"]["id"]
+    if req["type"] == "send_message" and m["body"].get("type") != "error":
+        while True:
+            m = recv()
+            if m.get("type") == "event" and m["event"]["type"] == "turn_finished": break
+"#;
+    let out = agentd_e2e::command_for("/usr/bin/python3", As::User)
+        .arg("-c")
+        .arg(script)
+        .arg(socket)
+        .arg(serde_json::Value::from(requests.to_vec()).to_string())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the user's client failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

@@ -104,6 +104,7 @@ impl RemoteLink {
                     approval: connect.approval,
                     max_steps: connect.max_steps,
                     title: None,
+                    read_only: false,
                 };
                 let info = match link.ask(Request::CreateSession(create)).await? {
                     ResponseBody::SessionCreated(info) => info,
