@@ -186,8 +186,28 @@ fn another_users_session_runs_in_a_private_workspace_and_its_temp_dir_is_cleaned
     });
 }
 
+/// How another user's running call is stopped.
+#[derive(PartialEq)]
+enum Stop {
+    /// The client interrupts the turn.
+    Interrupt,
+    /// The daemon is killed with `kill -9` (its zygote then ends, and the call's init with it).
+    KillDaemon,
+}
+
 #[test]
 fn an_interrupt_kills_every_process_of_another_users_call() {
+    another_users_call_ends_whole(Stop::Interrupt, "4343");
+}
+
+/// A uid change clears the parent-death signal: the call's init, which drops to the owner,
+/// must ask for it again, or it outlives a daemon killed with `kill -9`.
+#[test]
+fn a_killed_daemon_takes_every_process_of_another_users_call_with_it() {
+    another_users_call_ends_whole(Stop::KillDaemon, "4344");
+}
+
+fn another_users_call_ends_whole(stop: Stop, marker: &str) {
     let Some(user) = test_user() else {
         eprintln!("skipped: needs root to create the test user");
         return;
@@ -195,11 +215,11 @@ fn an_interrupt_kills_every_process_of_another_users_call() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     // A process that leaves the call's session and process group, as the owner.
     let mock = rt.block_on(MockLlm::start(vec![
-        bash("call_1", "setsid sleep 4343 & sleep 4343"),
+        bash("call_1", &format!("setsid sleep {marker} & sleep {marker}")),
         answer("interrupted"),
     ]));
     let place = Place::new("");
-    let _d = Daemon::start(&place, &mock.url());
+    let daemon = Daemon::start(&place, &mock.url());
     std::fs::set_permissions(&place.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let ws = Dir::new("dpriv-kill-ws", As::User);
     let script = r#"
@@ -243,9 +263,9 @@ while True:
     assert_eq!(line.trim(), "running");
     // The two sleeps (the bash that started them matches too, so it is left out).
     let sleeping = || -> Vec<String> {
-        agentd_e2e::processes_with("sleep 4343")
+        agentd_e2e::processes_with(&format!("sleep {marker}"))
             .into_iter()
-            .filter(|p| p.contains(": sleep 4343"))
+            .filter(|p| p.contains(&format!(": sleep {marker}")))
             .collect()
     };
     wait_for("both sleeps run", || sleeping().len() == 2);
@@ -253,6 +273,15 @@ while True:
         let pid = p.split(':').next().unwrap();
         let uid = std::fs::metadata(format!("/proc/{pid}")).unwrap().uid();
         assert_eq!(uid, user.uid, "the call runs as the owner: {p}");
+    }
+    if stop == Stop::KillDaemon {
+        daemon.kill9();
+        wait_for("every process of the call is gone", || {
+            sleeping().is_empty()
+        });
+        let _ = client.kill();
+        let _ = client.wait();
+        return;
     }
     std::io::Write::write_all(client.stdin.as_mut().unwrap(), b"go\n").unwrap();
     line.clear();
@@ -262,4 +291,5 @@ while True:
         sleeping().is_empty()
     });
     assert!(client.wait().unwrap().success());
+    drop(daemon);
 }

@@ -350,6 +350,10 @@ fn serve_one(
         .is_ok(),
         Ok(Started::Child(contained)) => {
             let mut warm = std::mem::take(preparer).into_warm();
+            if contained.is_some() {
+                // Kept past the worker's first close_range; dropped by its lockdown.
+                warm.parent = me.pidfd.try_clone().ok();
+            }
             warm.contained = contained;
             become_worker(chan, stderr, me.pid, warm)
         }

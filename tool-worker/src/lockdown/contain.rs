@@ -181,14 +181,34 @@ fn write_id_maps(uid: u32, gid: u32) -> Result<(), ContainError> {
     write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
 }
 
+/// Asks again for `SIGKILL` at the parent's death, which the kernel clears at any change of uid
+/// or gid (so an init that drops to the session's owner would outlive a killed supervisor), then
+/// checks through `parent` (its pidfd, readable once it has exited) that it did not die before.
+pub fn rearm_parent_death(parent: Option<&OwnedFd>) -> Result<(), ContainError> {
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(init_err("PR_SET_PDEATHSIG"))?;
+    if let Some(parent) = parent {
+        let mut fds = [nix::poll::PollFd::new(
+            parent.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
+        let exited =
+            nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).map_err(init_err("poll"))?;
+        if exited != 0 {
+            return Err(init_err("the worker's parent is gone")(nix::Error::ESRCH));
+        }
+    }
+    Ok(())
+}
+
 fn init_err(step: &'static str) -> impl FnOnce(nix::Error) -> ContainError {
     move |source| ContainError::Init { step, source }
 }
 
 /// Forks after [`enter`]: returns in the child, the new PID namespace's init, which dies with its
-/// parent. The parent never returns: it closes every descriptor (the channel is the child's
-/// alone), waits for the child and exits with its status.
-pub fn become_init() -> Result<(), ContainError> {
+/// parent, with a pidfd of that parent (see [`rearm_parent_death`]). The parent never returns: it
+/// closes every descriptor (the channel is the child's alone), waits for the child and exits with
+/// its status.
+pub fn become_init() -> Result<OwnedFd, ContainError> {
     // A descriptor of ourselves, inherited by the child: it becomes readable when we exit, the
     // one way the child can check on a parent outside its PID namespace (where getppid() is 0).
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; no memory.
@@ -214,7 +234,7 @@ pub fn become_init() -> Result<(), ContainError> {
             if exited != 0 {
                 return Err(init_err("the worker's parent is gone")(nix::Error::ESRCH));
             }
-            Ok(())
+            Ok(parent)
         }
     }
 }

@@ -52,11 +52,12 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
     let will_be_root = is_root && drop_to.is_none_or(|r| r.uid == 0);
 
     let wants_mounts = spec.profile != SandboxProfile::FullAccess;
-    let namespaces = match warm.contained {
+    let (namespaces, parent) = match warm.contained {
         // Born init of its namespaces (the zygote cloned it so): one process fewer per call.
-        Some(cloned) if cloned.mount == wants_mounts => {
-            contain::finish(cloned).map_err(|e| fail(WorkerStep::Containment, e))?
-        }
+        Some(cloned) if cloned.mount == wants_mounts => (
+            contain::finish(cloned).map_err(|e| fail(WorkerStep::Containment, e))?,
+            warm.parent,
+        ),
         Some(_) => {
             return Err(fail(
                 WorkerStep::Containment,
@@ -66,8 +67,8 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
         None => {
             let entered = contain::enter(is_root, wants_mounts)
                 .map_err(|e| fail(WorkerStep::Containment, e))?;
-            contain::become_init().map_err(|e| fail(WorkerStep::Containment, e))?;
-            entered
+            let parent = contain::become_init().map_err(|e| fail(WorkerStep::Containment, e))?;
+            (entered, Some(parent))
         }
     };
     let protected = if namespaces.mount {
@@ -88,7 +89,10 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
     if let Some(who) = drop_to {
         caps::clear_bounding().map_err(|e| fail(WorkerStep::Capabilities, e))?;
         identity::drop_to(who).map_err(|e| fail(WorkerStep::DropUser, e))?;
+        contain::rearm_parent_death(parent.as_ref()).map_err(|e| fail(WorkerStep::DropUser, e))?;
     }
+    // Not the tool's to inherit (it is close-on-exec, and closed here besides).
+    drop(parent);
     // Files the tools create get the usual modes, whatever the supervisor's umask; and no process
     // of the same uid may read this one's memory or descriptors (`/proc/1/fd/…`).
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));

@@ -34,6 +34,8 @@ pub struct Warm {
     pub tables: Option<Tables>,
     /// The namespaces the zygote made this worker the init of, when it did.
     pub contained: Option<super::contain::Cloned>,
+    /// Then, the zygote's pidfd: the worker's parent, checked on again after a uid change.
+    pub parent: Option<std::os::fd::OwnedFd>,
 }
 
 /// The seccomp table split between the zygote and its workers ([`seccomp::Part`]): the early
@@ -71,6 +73,7 @@ impl Warm {
             .iter()
             .flatten()
             .map(|f| f.opened.fd.as_fd().as_raw_fd())
+            .chain(self.parent.as_ref().map(|p| p.as_raw_fd()))
             .collect()
     }
 }
