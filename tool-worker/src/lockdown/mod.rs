@@ -88,6 +88,11 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
     if let Some(who) = drop_to {
         caps::clear_bounding().map_err(|e| fail(WorkerStep::Capabilities, e))?;
         identity::drop_to(who).map_err(|e| fail(WorkerStep::DropUser, e))?;
+        // The kernel clears `PR_SET_PDEATHSIG` when the euid or egid changes: set again, or a
+        // call dropped to the session owner outlives a killed supervisor (its zygote, this
+        // process's parent, exits with it) until the call's deadline. A parent that died in
+        // between went with the supervisor, whose end of the channel closed: no tool is run.
+        process::die_with_parent(None).map_err(|e| fail(WorkerStep::ParentDeathSignal, e))?;
     }
     // Files the tools create get the usual modes, whatever the supervisor's umask; and no process
     // of the same uid may read this one's memory or descriptors (`/proc/1/fd/…`).
