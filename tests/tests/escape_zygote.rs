@@ -4,12 +4,14 @@
 //! call's read-only mounts, has only the early part of the seccomp table on itself, and clones
 //! each worker straight into its namespaces as their init. So: no descriptor it opened reaches a
 //! tool (its own, its worker's, by number or through `/proc`); the zygote cannot be traced,
-//! signalled or read even from a `full-access` call, which sees the host's `/proc`; every entry of
-//! the table, early part and late part, is still refused at tool time; the call's namespace holds
-//! only its own processes, and they die with the supervisor (also when the worker dropped from
-//! root to the session owner, which clears `PR_SET_PDEATHSIG`); the unprivileged worker's user
-//! namespace maps its own ids only and leaves no capability. Each test runs a harmless form of the
-//! same thing that must work, so a sandbox that refuses everything cannot pass.
+//! signalled or read by a call given its host pid, nor from a `full-access` call, which sees the
+//! host's `/proc`; every entry of the table, early part and late part, is still refused at tool
+//! time; the call's namespace holds only its own processes, and they die with the supervisor (also
+//! when the worker dropped from root to the session owner, which clears `PR_SET_PDEATHSIG`); the
+//! unprivileged worker's user namespace maps its own ids only and leaves no capability; where the
+//! kernel refuses the zygote's clone, the plain-fork fallback names the step that fails. Each test
+//! runs a harmless form of the same thing that must work, so a sandbox that refuses everything
+//! cannot pass.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 mod daemon;
@@ -558,3 +560,71 @@ fn where_the_kernel_refuses_the_clone_the_fallback_names_the_failing_step() {
         "{refused:?}"
     );
 }
+
+both!(
+    a_sandboxed_call_given_the_zygotes_host_pid_cannot_reach_it,
+    |who| {
+        let ws = Dir::new("zygote-target-pid", who);
+        install_zygote_probe(&ws.0, who);
+        let marker = unique("zpid");
+        // The test writes the zygote's host pid into the workspace once the call runs.
+        let command = format!(
+            "while [ ! -s zpid ]; do sleep 0.05; done; ./zp zygote $(cat zpid); : {marker}"
+        );
+        let child = agentd_command(who, &[])
+            .arg("sandbox")
+            .arg("--workspace")
+            .arg(&ws.0)
+            .arg("--")
+            .arg(&command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ppid = |pid: &str| -> String {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("PPid:"))
+                .unwrap()
+                .trim()
+                .to_owned()
+        };
+        let start = Instant::now();
+        let shell = loop {
+            if let Some(p) = processes_with(&marker)
+                .iter()
+                .find(|p| p.contains("bash --noprofile"))
+            {
+                break p.split(':').next().unwrap().trim().to_owned();
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "never started");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let zygote = ppid(&ppid(&shell));
+        let cmdline = std::fs::read_to_string(format!("/proc/{zygote}/cmdline")).unwrap();
+        assert!(cmdline.contains("--zygote"), "{cmdline}");
+        let zpid = ws.0.join("zpid");
+        std::fs::write(&zpid, format!("{zygote}\n")).unwrap();
+        give(&zpid, who);
+        let out = child.wait_with_output().unwrap();
+        let run = Run {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: out.status.code().unwrap_or(-1),
+        };
+        let got = attempts(&run.stdout);
+        const ENOENT: i32 = 2;
+        // The host pid means nothing in the call's PID namespace and its own /proc.
+        assert_eq!(got["z_ptrace_attach"], (-1, EPERM), "{run:?}");
+        assert_eq!(got["z_kill0"], (-1, ESRCH), "{run:?}");
+        assert_eq!(got["z_pidfd_open"], (-1, ESRCH), "{run:?}");
+        assert_eq!(got["z_open_proc_dir"], (-1, ENOENT), "{run:?}");
+        assert_eq!(got["z_process_vm_readv"], (-1, EPERM), "{run:?}");
+        assert_eq!(got["z_mem"], (-1, ENOENT), "{run:?}");
+        assert_eq!(got["z_status"], (-1, ENOENT), "{run:?}");
+        assert!(!got.keys().any(|k| k.starts_with("z_fd_")), "{run:?}");
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+);
