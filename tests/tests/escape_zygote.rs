@@ -628,3 +628,58 @@ both!(
         assert_eq!(run.code, 0, "{run:?}");
     }
 );
+
+both!(
+    a_file_another_user_puts_in_an_empty_hidden_directory_during_the_call_stays_hidden,
+    |who| {
+        // An empty directory among the hidden ones, as a fresh machine has /srv and /media.
+        let Some(hidden) = ["/srv", "/media"].into_iter().map(Path::new).find(|d| {
+            std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
+                && std::fs::read_dir(d).is_ok_and(|mut e| e.next().is_none())
+        }) else {
+            eprintln!("skipped: no empty /srv or /media here");
+            return;
+        };
+        let ws = Dir::new("zygote-hidden-empty", who);
+        let marker = unique("zhidden");
+        let planted = hidden.join(&marker);
+        let command = format!(
+            "while [ ! -e go ]; do sleep 0.05; done; ls -A {dir}; cat {planted} 2>&1; \
+             [ -e {planted} ] && echo STAT-SEES-IT; ls -d {dir} && echo SANE; : {marker}",
+            dir = hidden.display(),
+            planted = planted.display(),
+        );
+        let child = agentd_command(who, &[])
+            .arg("sandbox")
+            .arg("--workspace")
+            .arg(&ws.0)
+            .arg("--")
+            .arg(&command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !processes_with(&marker)
+            .iter()
+            .any(|p| p.contains("bash --noprofile"))
+        {
+            assert!(start.elapsed() < Duration::from_secs(20), "never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Another user's file, world-readable, made after the call's mounts were set up.
+        std::fs::write(&planted, "secret-of-another-user\n").unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(ws.0.join("go"), "").unwrap();
+        let out = child.wait_with_output();
+        let _ = std::fs::remove_file(&planted);
+        let out = out.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("SANE"), "{stdout}");
+        assert!(!stdout.contains("secret-of-another-user"), "{stdout}");
+        // Landlock refuses the read, but not a `stat`: only the hiding mount stops that.
+        assert!(!stdout.contains("STAT-SEES-IT"), "{stdout}");
+        assert!(!stdout.contains(&format!("{marker}\n")), "listed: {stdout}");
+    }
+);
