@@ -1,7 +1,8 @@
 /* Attempts against the zygote design, run inside a sandbox (and outside, for comparison).
  * Prints one line per attempt: `<what> rc=<rc> errno=<errno>`, and `END` last.
  *   zygote_probe syscalls     every early and late seccomp entry, with arguments the kernel
- *                             alone would answer with something other than EPERM
+ *                             alone would answer with something other than EPERM, and an
+ *                             i386 syscall (int 0x80), which the prologue kills
  *   zygote_probe zygote PID   ptrace, signals, pidfds, descriptors and memory of process PID
  */
 #define _GNU_SOURCE
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void report(const char *what, long rc) {
@@ -66,6 +68,21 @@ static int syscalls(void) {
     }));
     TRY("socket_unix", syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0));
     TRY("socket_netlink", syscall(SYS_socket, AF_NETLINK, SOCK_RAW, 0));
+    /* A 32-bit syscall (i386 getpid through int 0x80): a foreign architecture for the filter,
+     * which kills the process. Reported as rc = the child's exit code, or -signal. */
+    {
+        pid_t child = fork();
+        if (child == 0) {
+            long ret;
+            __asm__ volatile("int $0x80" : "=a"(ret) : "a"(20) : "memory");
+            _exit(ret > 0 ? 0 : 1);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        printf("int80_getpid rc=%d errno=0\n",
+               WIFSIGNALED(status) ? -WTERMSIG(status) : WEXITSTATUS(status));
+        fflush(stdout);
+    }
     /* Harmless, must work everywhere. */
     TRY("getpid", syscall(SYS_getpid));
     TRY("socketpair", ({ int sv[2]; syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, sv); }));

@@ -146,6 +146,9 @@ both!(
         for what in EARLY.iter().chain(LATE) {
             assert_eq!(inside[*what], (-1, EPERM), "{what} inside: {run:?}");
         }
+        // A foreign architecture (i386 through int 0x80) is killed by the prologue, SIGSYS.
+        assert_eq!(inside["int80_getpid"].0, -31, "{run:?}");
+        assert_ne!(outside["int80_getpid"].0, -31, "{outside:?}");
         // Answered ENOSYS so libc falls back to the calls the table can inspect.
         for what in ["clone3", "openat2"] {
             assert_eq!(inside[what], (-1, ENOSYS), "{what} inside: {run:?}");
