@@ -89,6 +89,10 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
     if let Some(who) = drop_to {
         caps::clear_bounding().map_err(|e| fail(WorkerStep::Capabilities, e))?;
         identity::drop_to(who).map_err(|e| fail(WorkerStep::DropUser, e))?;
+        // The kernel clears `PR_SET_PDEATHSIG` when the euid or egid changes: set again, or a
+        // call dropped to the session owner outlives a killed supervisor (its zygote, this
+        // process's parent, exits with it) until the call's deadline; then make sure the parent
+        // did not die in between.
         contain::rearm_parent_death(parent.as_ref()).map_err(|e| fail(WorkerStep::DropUser, e))?;
     }
     // Not the tool's to inherit (it is close-on-exec, and closed here besides).

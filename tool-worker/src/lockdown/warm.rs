@@ -7,8 +7,9 @@
 //! zygote in the host's mount namespace grants the same file inside the call's namespace. What
 //! can go stale is the *path*: `/etc/resolv.conf` or `/etc/ld.so.cache` replaced by a rename
 //! leaves the zygote's descriptor on the old inode, and the call would be refused the new file.
-//! So the zygote watches every directory holding a fixed path with inotify and opens them all
-//! again before the next fork when anything there was created, removed, renamed or replaced.
+//! So the zygote watches every directory holding a fixed path (or, for a symlink, its target)
+//! with inotify and opens them all again before the next fork when anything there was created,
+//! removed, renamed or replaced.
 //! A stale descriptor can only take access away, never grant it (Landlock is an allowlist).
 //!
 //! `/proc` is not among them: each call mounts a procfs of its own, a different inode. The
@@ -173,11 +174,22 @@ fn watch_ancestors(paths: &[(PathBuf, Grant)]) -> Option<Inotify> {
         | AddWatchFlags::IN_MOVED_TO
         | AddWatchFlags::IN_DELETE_SELF
         | AddWatchFlags::IN_MOVE_SELF;
+    // Where a fixed path is a symlink, the descriptor is for its target, which may be replaced
+    // where no watch on the link's side sees it (`/etc/resolv.conf` ->
+    // `/run/systemd/resolve/stub-resolv.conf`, renamed over on every DNS change): the call would
+    // be refused the current file. So the targets' directories are watched too.
+    let targets: Vec<PathBuf> = paths
+        .iter()
+        .filter_map(|(path, _)| std::fs::canonicalize(path).ok())
+        .filter(|target| !paths.iter().any(|(path, _)| path == target))
+        .collect();
     // Every ancestor, not only the parent: `/etc/pki/tls/certs` appears when `/etc/pki/tls`
     // is made inside a `/etc/pki` that did not exist at the last refresh.
     let mut dirs: Vec<&Path> = paths
         .iter()
-        .flat_map(|(path, _)| path.ancestors().skip(1))
+        .map(|(path, _)| path.as_path())
+        .chain(targets.iter().map(PathBuf::as_path))
+        .flat_map(|path| path.ancestors().skip(1))
         .collect();
     dirs.sort();
     dirs.dedup();

@@ -109,3 +109,46 @@ fn the_early_and_late_parts_split_the_table_and_only_the_late_part_follows_the_n
     assert_eq!(words(tables.late(true)), late(true));
     assert_eq!(words(&tables.early), early(false));
 }
+
+static LINKED: OnceLock<PathBuf> = OnceLock::new();
+
+/// A directory of its own (the tests run in parallel): `etc/resolv.conf`, a symlink into `run/`.
+fn linked_dir() -> &'static Path {
+    LINKED.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("agentd-warm-linked-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("etc")).unwrap();
+        std::fs::create_dir_all(dir.join("run/resolve")).unwrap();
+        dir
+    })
+}
+
+fn linked_source() -> Vec<(PathBuf, Grant)> {
+    vec![(linked_dir().join("etc/resolv.conf"), Grant::Read)]
+}
+
+#[test]
+fn the_target_of_a_symlinked_fixed_path_replaced_by_a_rename_is_opened_again() {
+    // As systemd-resolved has it: /etc/resolv.conf -> ../run/systemd/resolve/stub-resolv.conf,
+    // which it replaces by a rename whenever the DNS servers change.
+    let target = linked_dir().join("run/resolve/stub-resolv.conf");
+    std::fs::write(&target, "nameserver 127.0.0.53\n").unwrap();
+    std::os::unix::fs::symlink(
+        "../run/resolve/stub-resolv.conf",
+        linked_dir().join("etc/resolv.conf"),
+    )
+    .unwrap();
+    let mut preparer = Preparer::watching(linked_source);
+    assert_eq!(inodes(&preparer), [ino(&target)]);
+
+    let new = linked_dir().join("run/resolve/.stub-resolv.conf.tmp");
+    std::fs::write(&new, "nameserver 10.0.0.1\n").unwrap();
+    std::fs::rename(&new, &target).unwrap();
+    preparer.refresh();
+    assert_eq!(
+        inodes(&preparer),
+        [ino(&target)],
+        "the call would be refused the current resolv.conf"
+    );
+    let _ = std::fs::remove_dir_all(linked_dir());
+}
