@@ -52,14 +52,64 @@ impl Layout {
     }
 }
 
-/// One call's cgroup(s); removed on drop.
+/// One call's cgroup(s); on drop, kept for a later call if it is empty, else removed.
 #[derive(Debug)]
 pub struct CallGroup {
     /// The directories created, one per hierarchy.
     dirs: Vec<PathBuf>,
+    /// What it was made with: a spare serves only a call that asks the same.
+    made: (Layout, u64, u64),
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Emptied groups of ended calls, kept for the next calls (up to [`SPARES`]): making and removing
+/// a cgroup (two, in v1's hierarchies) was a quarter of the supervisor's CPU per call. A group is
+/// kept only when no process is left in it; removed at exit ([`release_spares`]), and the
+/// leftovers of a process that died without that are swept by the next one ([`sweep_leftovers`]).
+static SPARE: std::sync::Mutex<Vec<CallGroup>> = std::sync::Mutex::new(Vec::new());
+const SPARES: usize = 8;
+
+/// Removes the kept groups; registered with `atexit` when the first is kept.
+pub fn release_spares() {
+    let spares = match SPARE.lock() {
+        Ok(mut spare) => std::mem::take(&mut *spare),
+        Err(_) => return,
+    };
+    for mut group in spares {
+        // Without directories, its drop keeps nothing.
+        group.remove();
+    }
+}
+
+extern "C" fn release_at_exit() {
+    release_spares();
+}
+
+/// Removes the empty `call-PID-N` groups of processes that are gone (a supervisor killed before
+/// it could remove its spares).
+fn sweep_leftovers(parents: &[PathBuf]) {
+    for parent in parents {
+        let Ok(entries) = std::fs::read_dir(parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("call-")
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|p| p.parse::<i32>().ok());
+            let gone = pid.is_some_and(|p| {
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
+                    == Err(nix::Error::ESRCH)
+            });
+            if gone {
+                // Fails harmlessly for a group someone is still in.
+                let _ = std::fs::remove_dir(entry.path());
+            }
+        }
+    }
+}
 
 impl CallGroup {
     /// Creates the call's group with the given limits, or `None` where no layout is usable.
@@ -68,12 +118,29 @@ impl CallGroup {
         max_processes: u64,
         memory_bytes: u64,
     ) -> std::io::Result<Option<Self>> {
+        let made = (layout, max_processes, memory_bytes);
+        if let Ok(mut spare) = SPARE.lock()
+            && let Some(at) = spare.iter().position(|g| g.made == made)
+        {
+            return Ok(Some(spare.swap_remove(at)));
+        }
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| {
+            sweep_leftovers(&[
+                Path::new(ROOT).join("agentd"),
+                Path::new(ROOT).join("pids/agentd"),
+                Path::new(ROOT).join("memory/agentd"),
+            ])
+        });
         let name = format!(
             "call-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let mut group = CallGroup { dirs: Vec::new() };
+        let mut group = CallGroup {
+            dirs: Vec::new(),
+            made,
+        };
         match layout {
             Layout::Unavailable => return Ok(None),
             Layout::V2 => {
@@ -146,12 +213,38 @@ impl CallGroup {
     }
 }
 
-impl Drop for CallGroup {
-    fn drop(&mut self) {
-        // The worker is its PID namespace's init (or, where the kernel refused that clone, the
-        // init's parent): the namespace's other processes, killed by the kernel when the init
-        // dies, may still be exiting when the worker is reaped.
-        self.kill();
+impl CallGroup {
+    /// Whether no process is in the group (in any of its hierarchies).
+    fn is_empty(&self) -> bool {
+        self.dirs.iter().all(|dir| {
+            std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
+        })
+    }
+
+    /// Kept for a later call when empty and there is room; `false` if not kept.
+    fn keep(&mut self) -> bool {
+        if self.dirs.is_empty() || !self.is_empty() {
+            return false;
+        }
+        let Ok(mut spare) = SPARE.lock() else {
+            return false;
+        };
+        if spare.len() >= SPARES {
+            return false;
+        }
+        static REGISTERED: std::sync::Once = std::sync::Once::new();
+        // SAFETY: atexit takes a plain function pointer, called once at normal exit.
+        REGISTERED.call_once(|| unsafe {
+            libc::atexit(release_at_exit);
+        });
+        spare.push(CallGroup {
+            dirs: std::mem::take(&mut self.dirs),
+            made: self.made,
+        });
+        true
+    }
+
+    fn remove(&mut self) {
         for dir in &self.dirs {
             // Empty once the worker and its namespace are gone, which takes a moment after a
             // kill; a leftover after that is logged and harmless.
@@ -169,5 +262,51 @@ impl Drop for CallGroup {
                 tracing::warn!("cannot remove the call's cgroup {}: {e}", dir.display());
             }
         }
+        self.dirs.clear();
+    }
+}
+
+impl Drop for CallGroup {
+    fn drop(&mut self) {
+        // The worker is its PID namespace's init (or, where the kernel refused that clone, the
+        // init's parent): the namespace's other processes, killed by the kernel when the init
+        // dies, may still be exiting when the worker is reaped.
+        self.kill();
+        if !self.keep() {
+            self.remove();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_emptied_group_serves_the_next_call_with_the_same_limits_and_is_removed_at_release() {
+        let layout = Layout::detect();
+        if layout == Layout::Unavailable {
+            eprintln!("skipped: no cgroup layout here (not root?)");
+            return;
+        }
+        // Limits no other test asks for, so no other test takes this spare.
+        let (procs, memory) = (4242, 424_242_424);
+        let Ok(Some(first)) = CallGroup::create(layout, procs, memory) else {
+            panic!("cannot create a call cgroup as root");
+        };
+        let dirs = first.dirs.clone();
+        drop(first);
+        assert!(dirs.iter().all(|d| d.exists()), "kept, not removed");
+        let Ok(Some(second)) = CallGroup::create(layout, procs, memory) else {
+            panic!("cannot create a call cgroup as root");
+        };
+        assert_eq!(second.dirs, dirs, "the spare serves the next call");
+        let Ok(Some(other)) = CallGroup::create(layout, procs + 1, memory) else {
+            panic!("cannot create a call cgroup as root");
+        };
+        assert_ne!(other.dirs, dirs, "other limits get a group of their own");
+        drop((second, other));
+        release_spares();
+        assert!(dirs.iter().all(|d| !d.exists()), "released: {dirs:?}");
     }
 }
