@@ -3,10 +3,14 @@
 //! the fuzzer. See `docs/policy-testing.md`.
 #![allow(dead_code)] // each including crate uses part of it
 
+pub mod confine;
 pub mod corpus;
+pub mod fixtures;
 pub mod fuzz;
 pub mod oracle;
 pub mod sandbox;
+pub mod snapshot;
+pub mod trace;
 
 use policy::Policy;
 use std::time::Duration;

@@ -19,7 +19,8 @@
 //! blind spot cannot pass silently.
 #![allow(dead_code)] // shared by the differential test and the fuzz bench
 
-use super::sandbox::{Observation, Sandbox, quote};
+use super::sandbox::{Observation, Sandbox};
+use super::trace::quote;
 use policy::{Access, Context, Policy, Verdict};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
