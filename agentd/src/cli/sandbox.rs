@@ -5,7 +5,9 @@ use crate::inert::inert;
 use crate::worker;
 use crate::worker::tmp::{Owner, PrivateDir};
 use anyhow::{Context as _, Result, bail};
-use protocol::worker::{BashRequest, ResourceLimits, SandboxProfile, ToolRequest};
+use protocol::worker::{
+    BashRequest, ResourceLimits, SandboxProfile, SandboxSpec, ToolRequest, ToolResult,
+};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -88,6 +90,44 @@ fn absolute(paths: &[PathBuf], flag: &str) -> Result<Vec<PathBuf>> {
 
 /// Runs `agentd sandbox`; returns the exit code.
 pub fn run(args: SandboxArgs) -> Result<i32> {
+    // The call's private temp dir (random name, 0700, ours) lives until the call is over.
+    let (spec, tool, _tmp) = call(&args)?;
+    let worker_bin = worker::locate_worker().context(
+        "cannot find the tool-worker binary beside agentd; set AGENTD_TOOL_WORKER to its path",
+    )?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = runtime.block_on(worker::run_tool(&worker_bin, &spec, tool, |_| {}));
+    let result = match outcome {
+        Ok(result) => result,
+        // The worker's words (a lockdown failure's message) are made inert like its output.
+        Err(e) => {
+            eprintln!("agentd sandbox: {}", inert(&e.to_string()));
+            return Ok(125);
+        }
+    };
+    if args.verbose {
+        report(&result);
+    }
+    // What the command printed, with its control sequences shown, not acted on by the terminal.
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(inert(&result.content).as_bytes());
+    if !result.content.ends_with('\n') && !result.content.is_empty() {
+        let _ = stdout.write_all(b"\n");
+    }
+    let _ = stdout.flush();
+    Ok(if result.timed_out {
+        124
+    } else {
+        result.exit_code.unwrap_or(125)
+    })
+}
+
+/// The call the arguments describe: its sandbox spec, the bash request, and the call's private
+/// temp dir (removed when dropped).
+fn call(args: &SandboxArgs) -> Result<(SandboxSpec, ToolRequest, PrivateDir)> {
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot determine the current directory")?,
@@ -114,10 +154,6 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
         "full-access" => SandboxProfile::FullAccess,
         _ => SandboxProfile::WorkspaceWrite,
     };
-    let worker_bin = worker::locate_worker().context(
-        "cannot find the tool-worker binary beside agentd; set AGENTD_TOOL_WORKER to its path",
-    )?;
-    // The call's private temp dir (random name, 0700, ours), removed when `tmp` is dropped.
     let tmp = PrivateDir::create(&std::env::temp_dir(), "agentd-sandbox-", Owner::current())
         .context("cannot create the call's temp dir")?;
     let mut limits = ResourceLimits {
@@ -134,64 +170,41 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
     spec.limits = limits;
     spec.read_paths = absolute(&args.read_paths, "--read-path")?;
     spec.write_paths = absolute(&args.write_paths, "--write-path")?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let tool = ToolRequest::Bash(BashRequest { command });
-    let outcome = runtime.block_on(worker::run_tool(&worker_bin, &spec, tool, |_| {}));
-    let result = match outcome {
-        Ok(result) => result,
-        // The worker's words (a lockdown failure's message) are made inert like its output.
-        Err(e) => {
-            eprintln!("agentd sandbox: {}", inert(&e.to_string()));
-            return Ok(125);
-        }
-    };
-    if args.verbose {
-        let l = &result.lockdown;
-        eprintln!(
-            "lockdown: landlock {:?} (ABI {}), seccomp {}, no_new_privs {}, capabilities cleared {}, {}, uid {} gid {}",
-            l.landlock,
-            l.landlock_abi.map_or("none".into(), |a| a.to_string()),
-            l.seccomp,
-            l.no_new_privs,
-            l.capabilities_cleared,
-            l.containment,
-            l.uid,
-            l.gid
-        );
-        eprintln!(
-            "namespaces: mount {}, ipc {}",
-            if l.mount_namespace { "yes" } else { "no" },
-            if l.ipc_namespace { "yes" } else { "no" }
-        );
-        for p in &l.protected {
-            eprintln!("protected (read-only): {}", inert(&p.display().to_string()));
-        }
-        eprintln!("cgroup: {}", worker::cgroup::Layout::detect().describe());
-        for w in &l.warnings {
-            eprintln!("warning: {}", inert(w));
-        }
-        eprintln!(
-            "{} bytes of output in {} ms{}",
-            result.bytes_seen,
-            result.duration_ms,
-            if result.truncated { ", truncated" } else { "" }
-        );
+    Ok((spec, ToolRequest::Bash(BashRequest { command }), tmp))
+}
+
+/// `--verbose`: what the lockdown reported, on stderr.
+fn report(result: &ToolResult) {
+    let l = &result.lockdown;
+    eprintln!(
+        "lockdown: landlock {:?} (ABI {}), seccomp {}, no_new_privs {}, capabilities cleared {}, {}, uid {} gid {}",
+        l.landlock,
+        l.landlock_abi.map_or("none".into(), |a| a.to_string()),
+        l.seccomp,
+        l.no_new_privs,
+        l.capabilities_cleared,
+        l.containment,
+        l.uid,
+        l.gid
+    );
+    eprintln!(
+        "namespaces: mount {}, ipc {}",
+        if l.mount_namespace { "yes" } else { "no" },
+        if l.ipc_namespace { "yes" } else { "no" }
+    );
+    for p in &l.protected {
+        eprintln!("protected (read-only): {}", inert(&p.display().to_string()));
     }
-    // What the command printed, with its control sequences shown, not acted on by the terminal.
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(inert(&result.content).as_bytes());
-    if !result.content.ends_with('\n') && !result.content.is_empty() {
-        let _ = stdout.write_all(b"\n");
+    eprintln!("cgroup: {}", worker::cgroup::Layout::detect().describe());
+    for w in &l.warnings {
+        eprintln!("warning: {}", inert(w));
     }
-    let _ = stdout.flush();
-    Ok(if result.timed_out {
-        124
-    } else {
-        result.exit_code.unwrap_or(125)
-    })
+    eprintln!(
+        "{} bytes of output in {} ms{}",
+        result.bytes_seen,
+        result.duration_ms,
+        if result.truncated { ", truncated" } else { "" }
+    );
 }
 
 #[cfg(test)]
