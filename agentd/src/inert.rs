@@ -26,13 +26,26 @@ pub fn is_unsafe(c: char) -> bool {
 /// `text` with every [`is_unsafe`] character written as an escape: `\x1b` for ASCII controls,
 /// `\u{9b}` for the others. Borrows when there is nothing to escape.
 pub fn inert(text: &str) -> Cow<'_, str> {
-    let Some(first) = text.find(is_unsafe) else {
+    escaped(text, is_unsafe)
+}
+
+/// Like [`inert`], for text shown inside one line of ours (a path in a report, a workspace in a
+/// list): newline and tab are escaped too, and the Unicode line and paragraph separators, so a
+/// file name cannot end our line and forge the next one.
+pub fn inert_line(text: &str) -> Cow<'_, str> {
+    escaped(text, |c| {
+        is_unsafe(c) || matches!(c, '\n' | '\t' | '\u{2028}' | '\u{2029}')
+    })
+}
+
+fn escaped(text: &str, unsafe_char: impl Fn(char) -> bool) -> Cow<'_, str> {
+    let Some(first) = text.find(&unsafe_char) else {
         return Cow::Borrowed(text);
     };
     let mut out = String::with_capacity(text.len() + 16);
     out.push_str(&text[..first]);
     for c in text[first..].chars() {
-        if !is_unsafe(c) {
+        if !unsafe_char(c) {
             out.push(c);
         } else if c.is_ascii() {
             let _ = write!(out, "\\x{:02x}", c as u32);
@@ -124,5 +137,13 @@ mod tests {
         ] {
             assert!(!is_unsafe(c), "{c:?}");
         }
+    }
+
+    #[test]
+    fn a_line_keeps_its_text_on_one_line() {
+        assert_eq!(inert_line("/w/A\nlockdown: ok"), "/w/A\\x0alockdown: ok");
+        assert_eq!(inert_line("a\tb\u{2028}c"), "a\\x09b\\u{2028}c");
+        assert_eq!(inert_line("plain/path"), "plain/path");
+        assert_eq!(inert("a\nb\tc"), "a\nb\tc", "inert keeps newline and tab");
     }
 }

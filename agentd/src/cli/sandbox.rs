@@ -1,7 +1,7 @@
 //! `agentd sandbox`: run a command through a real tool-worker, exactly as a bash tool call would,
 //! to see what the sandbox allows on this machine.
 
-use crate::inert::inert;
+use crate::inert::{inert, inert_line};
 use crate::worker;
 use crate::worker::tmp::{Owner, PrivateDir};
 use anyhow::{Context as _, Result, bail};
@@ -193,11 +193,14 @@ fn report(result: &ToolResult) {
         if l.ipc_namespace { "yes" } else { "no" }
     );
     for p in &l.protected {
-        eprintln!("protected (read-only): {}", inert(&p.display().to_string()));
+        eprintln!(
+            "protected (read-only): {}",
+            inert_line(&p.display().to_string())
+        );
     }
     eprintln!("cgroup: {}", worker::cgroup::Layout::detect().describe());
     for w in &l.warnings {
-        eprintln!("warning: {}", inert(w));
+        eprintln!("warning: {}", inert_line(w));
     }
     eprintln!(
         "{} bytes of output in {} ms{}",

@@ -1,6 +1,6 @@
 //! `agent sessions`: the sessions kept for this user, newest first.
 
-use crate::inert::inert;
+use crate::inert::inert_line;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -29,8 +29,8 @@ pub fn run(args: SessionsArgs) -> Result<i32> {
             s.id,
             s.status.to_string(),
             ago(now.saturating_sub(s.last_activity_unix_ms)),
-            inert(&s.workspace.display().to_string()),
-            inert(s.title.as_deref().unwrap_or("(no message yet)"))
+            inert_line(&s.workspace.display().to_string()),
+            inert_line(s.title.as_deref().unwrap_or("(no message yet)"))
         );
     }
     for e in &errors {

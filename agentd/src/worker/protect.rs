@@ -20,6 +20,7 @@
 //! made and opened the same way, and `renameat` moves the entry itself between the two
 //! descriptors.
 
+use crate::inert::inert_line;
 use nix::fcntl::{OFlag, openat, renameat};
 use nix::sys::stat::{Mode, mkdirat};
 use protocol::worker::{SandboxSpec, ToolResult};
@@ -83,18 +84,18 @@ impl Baseline {
                 known.paths.insert((root, rel));
                 format!(
                     "this call made a repository with {}; it is protected from the next call on. Review its hooks and config before you run git here.",
-                    path.display()
+                    inert_line(&path.display().to_string())
                 )
             } else {
                 match quarantine(&root, &rel) {
                     Ok(to) => format!(
                         "this call created the protected path {}, which git or an editor would run or trust later; it was moved to {}",
-                        path.display(),
-                        to.display()
+                        inert_line(&path.display().to_string()),
+                        inert_line(&to.display().to_string())
                     ),
                     Err(e) => format!(
                         "this call created the protected path {} and it could not be moved aside ({e}): review it before you run git or open an editor here",
-                        path.display()
+                        inert_line(&path.display().to_string())
                     ),
                 }
             };

@@ -158,19 +158,37 @@ fn value_of(raw: &str) -> String {
     out.trim().to_owned()
 }
 
+/// Most config files one scan reads: git's own limit is a depth (10), not a count, so a file
+/// that includes itself forty times would be read 40^10 times. Each file is read once (by
+/// device and inode), and the scan stops following includes past this count; every file it
+/// reached is still on the list. What it did not read cannot redirect git unless a file it did
+/// read names it, and every such file is protected, so an include graph made larger than the
+/// count by a call must start in a file that call created — a protected name the supervisor's
+/// check moves aside after the call, or a file nothing git reads includes.
+const MAX_CONFIG_FILES: usize = 64;
+/// Most include and `core.hooksPath` entries one scan takes.
+const MAX_ENTRIES: usize = 1024;
+
 /// The paths in `root` that decide where git takes config and hooks from (see the module doc).
 /// Existing paths only, `..` resolved by name; some may lie outside `root` (the caller keeps
 /// those inside a writable root).
 pub fn redirects(root: &Path) -> Vec<PathBuf> {
-    let dot_git = root.join(".git");
     let mut found = Vec::new();
-    let mut git_dirs = vec![dot_git.clone()];
-    if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.file_type().is_file()) {
-        found.push(dot_git.clone());
-        if let Some(text) = read_small(&dot_git)
-            && let Some(target) = text.lines().find_map(|l| l.strip_prefix("gitdir:"))
-        {
-            let target = root.join(target.trim());
+    let mut git_dirs = vec![root.join(".git")];
+    // A `.git` that is a file names the git directory; git reads it at the root and in every
+    // repository one level down (`sub/.git`, a submodule's worktree), as the protected names
+    // `*/.git/config` and `*/.git/hooks` cover the directories there.
+    let mut dot_gits = vec![root.join(".git")];
+    if let Ok(entries) = std::fs::read_dir(root) {
+        dot_gits.extend(
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path().join(".git")),
+        );
+    }
+    for dot_git in dot_gits {
+        if let Some(target) = gitdir_file(&dot_git) {
+            found.push(dot_git);
             for name in ["hooks", "config", "config.worktree", "commondir"] {
                 found.push(target.join(name));
             }
@@ -185,9 +203,10 @@ pub fn redirects(root: &Path) -> Vec<PathBuf> {
         }
         git_dirs.push(root.to_path_buf());
     }
+    let mut scan = Scan::default();
     for dir in git_dirs {
         for config in ["config", "config.worktree"] {
-            config_redirects(root, &dir.join(config), 0, &mut found);
+            scan.config(root, &dir.join(config), 0, &mut found);
         }
     }
     let mut found: Vec<PathBuf> = found.iter().map(|p| lexical_clean(p)).collect();
@@ -197,41 +216,88 @@ pub fn redirects(root: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// `core.hooksPath` and the included files of the config at `file`, and of those, recursively.
-fn config_redirects(root: &Path, file: &Path, depth: usize, found: &mut Vec<PathBuf>) {
-    if depth > MAX_INCLUDE_DEPTH {
-        return;
+/// The git directory a `.git` file at `dot_git` names (`gitdir: PATH`, relative to the file's
+/// directory), if it is a regular file that names one.
+fn gitdir_file(dot_git: &Path) -> Option<PathBuf> {
+    if !std::fs::symlink_metadata(dot_git).is_ok_and(|m| m.file_type().is_file()) {
+        return None;
     }
-    let Some(text) = read_small(file) else {
-        return;
-    };
-    let dir = file.parent().unwrap_or(root);
-    for entry in parse(&text) {
-        // `~` is a home: hidden and read-only to the call anyway.
-        if entry.value.starts_with('~') || entry.value.is_empty() {
-            continue;
+    let text = read_small(dot_git)?;
+    let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?;
+    let base = dot_git.parent()?;
+    Some(base.join(target.trim()))
+}
+
+/// What one scan of config files has read so far, to read each once and a bounded number.
+#[derive(Default)]
+struct Scan {
+    /// Device and inode of each file read.
+    seen: std::collections::HashSet<(u64, u64)>,
+    /// Include and `core.hooksPath` entries taken.
+    entries: usize,
+}
+
+impl Scan {
+    /// `core.hooksPath` and the included files of the config at `file`, and of those,
+    /// recursively: each file once, within [`MAX_INCLUDE_DEPTH`], [`MAX_CONFIG_FILES`] and
+    /// [`MAX_ENTRIES`].
+    fn config(&mut self, root: &Path, file: &Path, depth: usize, found: &mut Vec<PathBuf>) {
+        use std::os::unix::fs::MetadataExt;
+        if depth > MAX_INCLUDE_DEPTH || self.seen.len() >= MAX_CONFIG_FILES {
+            return;
         }
-        match (entry.section.as_str(), entry.key.as_str()) {
-            // Relative to the worktree's root, where git runs hooks.
-            ("core", "hookspath") => found.push(root.join(&entry.value)),
-            // Relative to the including file.
-            ("include" | "includeif", "path") => {
+        let Ok(opened) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(file)
+        else {
+            return;
+        };
+        let Ok(meta) = opened.metadata() else {
+            return;
+        };
+        if !self.seen.insert((meta.dev(), meta.ino())) {
+            return;
+        }
+        let Some(text) = read_opened(opened) else {
+            return;
+        };
+        let dir = file.parent().unwrap_or(root);
+        for entry in parse(&text) {
+            // `~` is a home: hidden and read-only to the call anyway.
+            if entry.value.starts_with('~') || entry.value.is_empty() {
+                continue;
+            }
+            let include =
+                matches!(entry.section.as_str(), "include" | "includeif") && entry.key == "path";
+            let hooks = entry.section == "core" && entry.key == "hookspath";
+            if !(include || hooks) {
+                continue;
+            }
+            if self.entries >= MAX_ENTRIES {
+                return;
+            }
+            self.entries += 1;
+            if hooks {
+                // Relative to the worktree's root, where git runs hooks.
+                found.push(root.join(&entry.value));
+            } else {
+                // Relative to the including file.
                 let included = lexical_clean(&dir.join(&entry.value));
                 found.push(included.clone());
-                config_redirects(root, &included, depth + 1, found);
+                self.config(root, &included, depth + 1, found);
             }
-            _ => {}
         }
     }
 }
 
-/// `HEAD` a file, `objects` and `refs` directories: what git accepts as a git directory.
+/// `HEAD` (a file, or a symlink: git takes both), `objects` and `refs` directories (or symlinks
+/// to them): what git accepts as a git directory.
 fn shaped_like_git_dir(dir: &Path) -> bool {
-    let is = |name: &str, dir_wanted: bool| {
-        std::fs::symlink_metadata(dir.join(name))
-            .is_ok_and(|m| if dir_wanted { m.is_dir() } else { m.is_file() })
-    };
-    is("HEAD", false) && is("objects", true) && is("refs", true)
+    let head = std::fs::symlink_metadata(dir.join("HEAD"))
+        .is_ok_and(|m| m.is_file() || m.file_type().is_symlink());
+    let is_dir = |name: &str| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_dir());
+    head && is_dir("objects") && is_dir("refs")
 }
 
 /// `path` with `.` and `..` components resolved by name alone (no symlink is read).
@@ -333,6 +399,79 @@ mod tests {
         std::fs::write(root.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(root.join("config"), "[core]\n").unwrap();
         assert!(redirects(&root).contains(&root.join("config")));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    fn scratch(label: &str) -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("agentd-gitconfig-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        root
+    }
+
+    #[test]
+    fn a_config_that_includes_itself_many_times_is_read_once() {
+        let root = scratch("bomb");
+        // Read as git reads it (each include, ten levels deep) this is 40^10 files.
+        let bomb = "[include]\n\tpath = config.worktree\n[core]\n\thooksPath = .githooks\n";
+        std::fs::write(root.join(".git/config.worktree"), bomb.repeat(40)).unwrap();
+        std::fs::create_dir(root.join(".githooks")).unwrap();
+        let found = redirects(&root);
+        assert!(found.contains(&root.join(".githooks")), "{found:?}");
+        assert!(
+            found.contains(&root.join(".git/config.worktree")),
+            "{found:?}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn past_its_count_a_scan_stops_following_includes() {
+        let root = scratch("fan");
+        let fan: String = (0..200)
+            .map(|i| format!("[include]\n\tpath = f{i}.cfg\n"))
+            .collect();
+        std::fs::write(root.join(".git/config"), fan).unwrap();
+        for i in 0..200 {
+            let name = format!(".git/f{i}.cfg");
+            std::fs::write(root.join(name), "[include]\n\tpath = config\n").unwrap();
+        }
+        let mut scan = Scan::default();
+        let mut found = Vec::new();
+        scan.config(&root, &root.join(".git/config"), 0, &mut found);
+        assert_eq!(
+            scan.seen.len(),
+            MAX_CONFIG_FILES,
+            "each file once, at most the count"
+        );
+        // Every include it took is on the list, read or not.
+        assert!(found.contains(&root.join(".git/f199.cfg")), "{found:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_root_whose_head_is_a_symlink_is_a_git_directory_too() {
+        let root = scratch("head-link");
+        std::fs::create_dir_all(root.join("objects")).unwrap();
+        std::fs::create_dir_all(root.join("refs/heads")).unwrap();
+        std::os::unix::fs::symlink("refs/heads/main", root.join("HEAD")).unwrap();
+        std::fs::write(root.join("config"), "[core]\n").unwrap();
+        assert!(redirects(&root).contains(&root.join("config")));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_dot_git_file_one_level_down_is_followed_to_its_git_directory() {
+        let root = scratch("sub-gitdir");
+        std::fs::create_dir_all(root.join("docs/notes/hooks")).unwrap();
+        std::fs::write(root.join("docs/notes/config"), "[core]\n").unwrap();
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::write(root.join("lib/.git"), "gitdir: ../docs/notes\n").unwrap();
+        let found = redirects(&root);
+        for p in ["lib/.git", "docs/notes/config", "docs/notes/hooks"] {
+            assert!(found.contains(&root.join(p)), "{p}: {found:?}");
+        }
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

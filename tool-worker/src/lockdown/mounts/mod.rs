@@ -55,6 +55,23 @@ pub fn set_up(spec: &protocol::worker::SandboxSpec) -> Result<Vec<PathBuf>, Moun
             )),
         });
     }
+    // The report names each protected path to the supervisor, and the protocol carries paths as
+    // text: a name that is not UTF-8 could not be reported, so the call is refused naming it.
+    if let Some(odd) = view
+        .protected
+        .iter()
+        .chain(&view.pins)
+        .find(|p| p.to_str().is_none())
+    {
+        return Err(MountError {
+            what: "a protected path whose name is not UTF-8",
+            path: spec.workspace.clone(),
+            source: std::io::Error::other(format!(
+                "{} cannot be reported to the supervisor: rename it",
+                odd.to_string_lossy()
+            )),
+        });
+    }
     apply(&plan(&view), &mut kernel::Kernel::default())?;
     Ok(view.protected)
 }

@@ -251,28 +251,31 @@ fn unescape_octal(s: &str) -> String {
 }
 
 /// Deepest directories and most entries a `**` walks: a workspace's `.git/modules` holds few.
-const DEEP_LEVELS: usize = 6;
+const DEEP_LEVELS: usize = 8;
 const DEEP_ENTRIES: usize = 4096;
 
-/// `dir` and the directories below it (not symlinks; not a git directory's object store, refs or
-/// logs, which are large and hold no config), up to [`DEEP_LEVELS`] and [`DEEP_ENTRIES`].
-fn descendants(dir: &Path, level: usize, out: &mut Vec<PathBuf>) {
-    if out.len() >= DEEP_ENTRIES {
+/// The parts of a git directory that are large and hold no config: skipped in a directory
+/// shaped like one (it has a `HEAD`), and only there — a submodule may be named `refs`.
+const GIT_STORE: &[&str] = &["objects", "refs", "logs", "lfs", "info"];
+
+/// `dir` and the directories below it (not symlinks; not a git directory's store), up to
+/// [`DEEP_LEVELS`] and [`DEEP_ENTRIES`]. Where a limit stops the walk, the directory it did not
+/// enter goes to `cut`: the caller protects it whole, so what lies below it is read-only
+/// rather than unseen.
+fn descendants(dir: &Path, level: usize, out: &mut Vec<PathBuf>, cut: &mut Vec<PathBuf>) {
+    if out.len() >= DEEP_ENTRIES || level > DEEP_LEVELS {
+        cut.push(dir.to_path_buf());
         return;
     }
     out.push(dir.to_path_buf());
-    if level >= DEEP_LEVELS {
-        return;
-    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
+    let git_dir = std::fs::symlink_metadata(dir.join("HEAD")).is_ok();
     for entry in entries.filter_map(Result::ok) {
-        let skip = ["objects", "refs", "logs", "lfs", "info"]
-            .iter()
-            .any(|n| entry.file_name() == *n);
-        if !skip && entry.file_type().is_ok_and(|t| t.is_dir()) {
-            descendants(&entry.path(), level + 1, out);
+        let store = git_dir && GIT_STORE.iter().any(|n| entry.file_name() == *n);
+        if !store && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            descendants(&entry.path(), level + 1, out, cut);
         }
     }
 }
@@ -286,6 +289,8 @@ pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
         return Vec::new();
     }
     let mut found = vec![root.to_path_buf()];
+    // Directories too deep or too many for a `**` to walk: matched whole.
+    let mut whole = Vec::new();
     for component in rel.components() {
         let Component::Normal(name) = component else {
             return Vec::new();
@@ -295,7 +300,7 @@ pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
         if name == "**" {
             // Zero or more directories: submodules named `vendor/lib`, or nested in each other.
             for dir in &found {
-                descendants(dir, 0, &mut next);
+                descendants(dir, 0, &mut next, &mut whole);
             }
         } else if name.contains(['*', '?', '[']) {
             let Ok(glob) = globset::Glob::new(&name) else {
@@ -325,6 +330,7 @@ pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
             break;
         }
     }
+    found.extend(whole);
     found.sort();
     found
 }
@@ -373,6 +379,39 @@ mod tests {
         assert!(expand(&ws, ".vscode").is_empty());
         assert!(expand(&ws, "../etc").is_empty());
         assert!(expand(&ws, "/etc").is_empty());
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_submodule_named_like_a_git_store_or_nested_deep_is_still_found() {
+        let ws = scratch("deep");
+        // `refs` and `info` are skipped only inside a git directory (one with a HEAD).
+        for d in ["info", "refs", "objects", "logs"] {
+            std::fs::create_dir_all(ws.join(".git/modules").join(d).join("hooks")).unwrap();
+        }
+        std::fs::create_dir_all(ws.join(".git/modules/real/refs/heads")).unwrap();
+        std::fs::write(ws.join(".git/modules/real/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::create_dir_all(ws.join(".git/modules/real/refs/hooks")).unwrap();
+        let found = expand(&ws, ".git/modules/**/hooks");
+        for d in ["info", "refs", "objects", "logs"] {
+            let hooks = ws.join(".git/modules").join(d).join("hooks");
+            assert!(found.contains(&hooks), "{d}: {found:?}");
+        }
+        assert!(
+            !found.contains(&ws.join(".git/modules/real/refs/hooks")),
+            "a git directory's own refs are not walked: {found:?}"
+        );
+        // Deeper than the walk goes: the directory it did not enter is matched whole, so what
+        // is below it is protected, not unseen.
+        let deep = ws.join(".git/modules/a/b/c/d/e/f/g/h/i/j/hooks");
+        std::fs::create_dir_all(&deep).unwrap();
+        let found = expand(&ws, ".git/modules/**/hooks");
+        assert!(
+            found
+                .iter()
+                .any(|p| deep.starts_with(p) && p != &ws.join(".git/modules")),
+            "{found:?}"
+        );
         std::fs::remove_dir_all(&ws).unwrap();
     }
 
