@@ -69,6 +69,11 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// leftovers of a process that died without that are swept by the next one ([`sweep_leftovers`]).
 static SPARE: std::sync::Mutex<Vec<CallGroup>> = std::sync::Mutex::new(Vec::new());
 const SPARES: usize = 8;
+/// Most memory still charged to an emptied group for it to be kept. What a call leaves charged
+/// stays with the group: page cache is reclaimed under pressure, but the pages of files it wrote
+/// on a tmpfs (a workspace under `/dev/shm`) cannot be, and would shrink the next call's limit —
+/// possibly another user's. A group removed hands its charges to its parent instead.
+const SPARE_MAX_CHARGED: u64 = 4 << 20;
 
 /// Removes the kept groups; registered with `atexit` when the first is kept.
 pub fn release_spares() {
@@ -221,9 +226,24 @@ impl CallGroup {
         })
     }
 
-    /// Kept for a later call when empty and there is room; `false` if not kept.
+    /// The memory still charged to the group, in bytes (0 where it has no memory controller).
+    fn charged(&self) -> u64 {
+        self.dirs
+            .iter()
+            .filter_map(|dir| {
+                ["memory.current", "memory.usage_in_bytes"]
+                    .iter()
+                    .find_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+                    .and_then(|t| t.trim().parse().ok())
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Kept for a later call when empty, charged with little memory, and there is room; `false`
+    /// if not kept.
     fn keep(&mut self) -> bool {
-        if self.dirs.is_empty() || !self.is_empty() {
+        if self.dirs.is_empty() || !self.is_empty() || self.charged() > SPARE_MAX_CHARGED {
             return false;
         }
         let Ok(mut spare) = SPARE.lock() else {
@@ -308,5 +328,47 @@ mod tests {
         drop((second, other));
         release_spares();
         assert!(dirs.iter().all(|d| !d.exists()), "released: {dirs:?}");
+    }
+
+    #[test]
+    fn a_group_left_charged_with_memory_is_removed_not_kept() {
+        use std::io::Write as _;
+        let layout = Layout::detect();
+        if layout == Layout::Unavailable {
+            eprintln!("skipped: no cgroup layout here (not root?)");
+            return;
+        }
+        let (procs, memory) = (4343, 434_343_434);
+        let Ok(Some(group)) = CallGroup::create(layout, procs, memory) else {
+            panic!("cannot create a call cgroup as root");
+        };
+        if !group
+            .dirs
+            .iter()
+            .any(|d| d.join("memory.current").exists() || d.join("memory.usage_in_bytes").exists())
+        {
+            eprintln!("skipped: no memory controller here");
+            return;
+        }
+        // A file on tmpfs written from inside the group: its pages stay charged after the
+        // writer is gone, and cannot be reclaimed.
+        let file = format!("/dev/shm/agentd-cgroup-charge-{}", std::process::id());
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("read _; head -c 16000000 /dev/zero > {file}"))
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        group.add(child.id()).unwrap();
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        assert!(child.wait().unwrap().success());
+        assert!(group.charged() > SPARE_MAX_CHARGED, "{}", group.charged());
+        let dirs = group.dirs.clone();
+        drop(group);
+        let _ = std::fs::remove_file(&file);
+        assert!(
+            dirs.iter().all(|d| !d.exists()),
+            "removed, not kept: {dirs:?}"
+        );
     }
 }
