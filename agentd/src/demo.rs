@@ -347,7 +347,7 @@ async fn run_turn(
         .filter(|h| h.is_absolute());
     let dispatcher = Arc::new(Dispatcher {
         policy: crate::agent::policy_cell::PolicyCell::new(policy),
-        mode: ApprovalMode::Never,
+        mode: crate::agent::mode_cell::ModeCell::new(ApprovalMode::Never),
         workers: worker::WorkerPool::new(worker_bin, sandbox, 1),
         home,
         approver: crate::agent::approval::Approver::Nobody.into(),

@@ -40,6 +40,12 @@ wire_enum! {
         ApprovalReply(ApprovalReply),
         /// The daemon's status.
         Status,
+        /// Summarise a session's older history now (one model call); the newest part stays.
+        Compact(Compact),
+        /// Change the approval mode of a session from its next call on.
+        SetApprovalMode(SetApprovalMode),
+        /// Switch a session's model (same provider) from its next request on.
+        SetModel(SetModel),
     }
 }
 
@@ -125,6 +131,32 @@ pub struct ApprovalReply {
     pub approval: ApprovalId,
     /// The answer.
     pub decision: ApprovalDecision,
+}
+
+/// Payload of [`Request::Compact`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compact {
+    /// The session.
+    pub session: SessionId,
+}
+
+/// Payload of [`Request::SetApprovalMode`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetApprovalMode {
+    /// The session.
+    pub session: SessionId,
+    /// The new mode: `on_risk`, `always` or `never` (`skip_permissions` is chosen only when a
+    /// session is created).
+    pub mode: ApprovalMode,
+}
+
+/// Payload of [`Request::SetModel`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetModel {
+    /// The session.
+    pub session: SessionId,
+    /// The model's name, as its provider knows it.
+    pub model: String,
 }
 
 wire_enum! {

@@ -3,7 +3,7 @@
 
 use crate::ids::{ApprovalId, Seq, SessionId, ToolCallId};
 use crate::session::{FinishReason, TodoItem, TokenUsage};
-use crate::verdict::{ApprovalDecision, Verdict};
+use crate::verdict::{ApprovalDecision, ApprovalMode, Verdict};
 use crate::wire_enum;
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +49,10 @@ wire_enum! {
         /// that call. Its transcript is not the session's history: clients may show it, and a
         /// resumed session's history leaves it out.
         Subagent(SubagentEvent),
+        /// The session's approval mode was changed (`set_approval_mode`); its next calls follow it.
+        ApprovalModeChanged(ApprovalModeChanged),
+        /// The session's model was switched (`set_model`); its next requests name it.
+        ModelChanged(ModelChanged),
     }
 }
 
@@ -214,4 +218,18 @@ pub struct SubagentEvent {
     /// its model's messages and tool calls, `turn_finished` when it ends. Never an approval:
     /// those are the session's own events, answered as any other.
     pub event: Box<Event>,
+}
+
+/// Payload of [`Event::ApprovalModeChanged`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalModeChanged {
+    /// The mode in force from now on.
+    pub mode: ApprovalMode,
+}
+
+/// Payload of [`Event::ModelChanged`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChanged {
+    /// The model the session talks to from now on.
+    pub model: String,
 }

@@ -37,6 +37,10 @@ pub struct SessionInfo {
     pub last_seq: Seq,
     /// A short human title, if one was given.
     pub title: Option<String>,
+    /// Its approval mode now. Added after version 1 was first published: JSON clients may find
+    /// it absent (`on_risk`); in bincode it is the last field.
+    #[serde(default)]
+    pub approval: crate::verdict::ApprovalMode,
 }
 
 /// Tokens used, as the provider reported them.

@@ -84,6 +84,13 @@ fn request() -> impl Strategy<Value = Request> {
             })
         }),
         Just(Request::Status),
+        session_id().prop_map(|session| Request::Compact(Compact { session })),
+        session_id().prop_map(|session| Request::SetApprovalMode(SetApprovalMode {
+            session,
+            mode: ApprovalMode::Always
+        })),
+        (session_id(), any::<String>())
+            .prop_map(|(session, model)| Request::SetModel(SetModel { session, model })),
     ]
 }
 
@@ -190,6 +197,10 @@ fn own_event() -> impl Strategy<Value = Event> {
                     message,
                 })
             }),
+        Just(Event::ApprovalModeChanged(ApprovalModeChanged {
+            mode: ApprovalMode::Never
+        })),
+        any::<String>().prop_map(|model| Event::ModelChanged(ModelChanged { model })),
     ]
 }
 

@@ -63,7 +63,7 @@ fn main() {
         let sandbox = agentd::worker::default_sandbox(tmp.clone(), tmp.clone(), None);
         let dispatcher = Arc::new(Dispatcher {
             policy: agentd::agent::policy_cell::PolicyCell::new(policy),
-            mode: ApprovalMode::OnRisk,
+            mode: agentd::agent::mode_cell::ModeCell::new(ApprovalMode::OnRisk),
             workers: agentd::worker::WorkerPool::new("/nonexistent/tool-worker".into(), sandbox, 0),
             home: None,
             approver: agentd::agent::approval::Approver::Nobody.into(),

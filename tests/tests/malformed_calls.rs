@@ -155,7 +155,7 @@ fn dispatcher() -> Arc<Dispatcher> {
     let sandbox = agentd::worker::default_sandbox(tmp.clone(), tmp, None);
     Arc::new(Dispatcher {
         policy: agentd::agent::policy_cell::PolicyCell::new(policy::Policy::builtin().unwrap()),
-        mode: ApprovalMode::OnRisk,
+        mode: agentd::agent::mode_cell::ModeCell::new(ApprovalMode::OnRisk),
         // No worker may run: a malformed call never reaches one.
         workers: agentd::worker::WorkerPool::new("/nonexistent/tool-worker".into(), sandbox, 0),
         home: None,

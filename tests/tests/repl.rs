@@ -296,6 +296,11 @@ fn the_same_repl_drives_a_session_in_a_running_daemon() {
     pane.wait_for("Made it.");
     assert!(s.ws.0.join("fromdaemon").is_dir());
     pane.wait_for_n(TURN_END, 2);
+    // The daemon's session changes its model; the REPL shows the one in force.
+    pane.type_line("/model other");
+    pane.wait_for("(model is now other)");
+    pane.type_line("/model");
+    pane.wait_for("model: other");
     pane.type_line("/quit");
     assert_eq!(pane.exit_status(), 0);
     // The session is the daemon's: kept in its state directory.
@@ -312,6 +317,8 @@ fn the_same_repl_drives_a_session_in_a_running_daemon() {
         screen.contains("Hello from the daemon's model."),
         "{screen}"
     );
+    again.type_line("/model");
+    again.wait_for("model: other");
     again.type_line("/quit");
     assert_eq!(again.exit_status(), 0);
     drop(s.rt);
@@ -378,9 +385,7 @@ fn output_streams_live_the_spinner_carries_the_todo_and_slash_commands_answer() 
     pane.type_line("/model");
     pane.wait_for("model: mock-model");
     for (command, answer) in [
-        ("/model other", "not supported yet"),
-        ("/approval never", "not supported yet"),
-        ("/compact", "not supported yet"),
+        ("/approval", "approval mode: on-risk"),
         ("/nonsense", "unknown command /nonsense"),
         ("/help", "/resume ID"),
     ] {
@@ -426,5 +431,63 @@ fn a_refusal_with_a_note_interrupts_and_the_note_goes_to_the_model() {
     pane.wait_for_n(TURN_END, 2);
     pane.type_line("/quit");
     assert_eq!(pane.exit_status(), 0);
+    drop(s.rt);
+}
+
+#[test]
+fn compact_approval_and_model_change_the_running_session_and_survive_continue() {
+    let s = setup(vec![
+        answer("Apples are red."),
+        answer("Pears are green."),
+        answer("SUMMARY-OF-FRUIT"),
+        bash("call_1", "mkdir newdir"),
+        answer("Refused, so no directory."),
+        answer("Done on the other model."),
+    ]);
+    let pane = s.pane(&[]);
+    pane.wait_for("/help for commands");
+    pane.type_line("/compact");
+    pane.wait_for("nothing to compact");
+    pane.type_line("tell me about apples");
+    pane.wait_for_n(TURN_END, 1);
+    pane.type_line("and pears?");
+    pane.wait_for_n(TURN_END, 2);
+    pane.type_line("/compact");
+    pane.wait_for("(history compacted: 2 messages summarised");
+    assert_eq!(s.mock.requests().len(), 3, "one summary call");
+
+    pane.type_line("/approval sometimes");
+    pane.wait_for("unknown approval mode sometimes: the modes are on-risk, always, never");
+    pane.type_line("/approval never");
+    pane.wait_for("(approval mode is now never)");
+    pane.type_line("/approval");
+    pane.wait_for("approval mode: never");
+    pane.type_line("make a directory");
+    let screen = pane.wait_for("Refused, so no directory.");
+    assert!(!screen.contains("allow? [y/a/n]"), "prompted: {screen}");
+    assert!(!s.ws.0.join("newdir").exists());
+    pane.wait_for_n(TURN_END, 3);
+    let sent = s.mock.requests()[3].raw_body.clone();
+    assert!(sent.contains("SUMMARY-OF-FRUIT"), "{sent}");
+    assert!(!sent.contains("tell me about apples"), "{sent}");
+
+    pane.type_line("/model other");
+    pane.wait_for("(model is now other)");
+    pane.type_line("one more");
+    pane.wait_for("Done on the other model.");
+    pane.wait_for_n(TURN_END, 4);
+    assert_eq!(s.mock.requests()[5].body["model"], "other");
+    pane.type_line("/quit");
+    assert_eq!(pane.exit_status(), 0);
+
+    // `agent -c`: the same session, still on the other model and in `never`.
+    let again = s.pane(&["-c"]);
+    again.wait_for("(end of history)");
+    again.type_line("/model");
+    again.wait_for("model: other");
+    again.type_line("/approval");
+    again.wait_for("approval mode: never");
+    again.type_line("/quit");
+    assert_eq!(again.exit_status(), 0);
     drop(s.rt);
 }

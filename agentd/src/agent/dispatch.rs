@@ -42,8 +42,8 @@ pub struct Outcome {
 pub struct Dispatcher {
     /// The policy (replaceable while the session runs).
     pub policy: super::policy_cell::PolicyCell,
-    /// The approval mode.
-    pub mode: ApprovalMode,
+    /// The approval mode, changeable while the session runs (shared with its subagents).
+    pub mode: super::mode_cell::ModeCell,
     /// The workers calls run in, and the sandbox every call gets (`tmp_dir` is the session's;
     /// each call gets a directory in it).
     pub workers: WorkerPool,
@@ -222,7 +222,9 @@ impl Dispatcher {
             workspace: &self.workers.sandbox().workspace,
             home: self.home.as_deref(),
         };
-        let decision = match self.mode {
+        // Read once: the call is rated and acted on under one mode.
+        let mode = self.mode.get();
+        let decision = match mode {
             ApprovalMode::SkipPermissions => {
                 policy::Decision::allow("permissions skipped by --dangerously-skip-permissions")
             }
@@ -232,7 +234,7 @@ impl Dispatcher {
             _ => self.policy.current().check_tool(&request, &ctx),
         };
         emit(started(call, decision.verdict, &decision.reason));
-        match policy::action(decision.verdict, self.mode) {
+        match policy::action(decision.verdict, mode) {
             Action::Run => {}
             Action::Refuse if decision.verdict == Verdict::Deny => {
                 return refuse(

@@ -3,9 +3,25 @@
 
 use super::turn::Agent;
 use crate::context::{compact, fit};
-use crate::providers::model::Message;
+use crate::providers::CallFailed;
 use protocol::event::{ContextCompacted, Event};
 use protocol::session::TokenUsage;
+
+/// Why a compaction the user asked for was not done.
+#[derive(Debug, thiserror::Error)]
+pub enum CompactError {
+    /// The history is too short: nothing before its newest turn to summarise.
+    #[error(
+        "nothing to compact: the history has nothing before its newest turn to summarise ({0} messages)"
+    )]
+    Nothing(usize),
+    /// The summary call failed; the history is as it was.
+    #[error("the summary call failed, and the history is as it was: {0}")]
+    Failed(#[source] CallFailed),
+    /// Interrupted while the summary was being written; the history is as it was.
+    #[error("the compaction was interrupted; the history is as it was")]
+    Interrupted,
+}
 
 /// The default context window when neither config nor flag gives one, tokens: what current
 /// frontier models offer at least.
@@ -37,36 +53,70 @@ impl Agent {
         let Some(cut) = fit::compaction_cut(&self.messages, &window) else {
             return Ok(());
         };
-        let first = usize::from(
+        let summary = self.summarise_before(cut, usage);
+        let done = summary.await.map_err(|e| {
+            format!("the history needed compacting and the summary call failed: {e}")
+        })?;
+        self.apply_summary(cut, before, done);
+        Ok(())
+    }
+
+    /// Compacts now, as the user asked (`compact`, `/compact`): one summary call for what is
+    /// before the cut ([`fit::on_demand_cut`]), the newest turn kept, `context_compacted`
+    /// emitted (and so kept in the log). Stops at the session's interrupt.
+    pub async fn compact_now(&mut self) -> Result<ContextCompacted, CompactError> {
+        let window = self.limits.window;
+        let cut = fit::on_demand_cut(&self.messages, &window)
+            .ok_or(CompactError::Nothing(self.messages.len().saturating_sub(1)))?;
+        let before = self.history_tokens();
+        let mut usage = TokenUsage::default();
+        let interrupt = self.interrupt.clone();
+        let response = tokio::select! {
+            r = self.summarise_before(cut, &mut usage) => r.map_err(CompactError::Failed)?,
+            () = interrupt.triggered() => {
+                interrupt.reset();
+                return Err(CompactError::Interrupted);
+            }
+        };
+        Ok(self.apply_summary(cut, before, response))
+    }
+
+    /// The summary of the messages before `cut` (without the system prompt): one model call.
+    async fn summarise_before(
+        &self,
+        cut: usize,
+        usage: &mut TokenUsage,
+    ) -> Result<String, CallFailed> {
+        let older = &self.messages[self.first_kept()..cut];
+        let request = compact::summary_request(&self.model, older);
+        let response = self.provider.complete(&request, &mut |_: &str| {}).await?;
+        usage.add(response.usage);
+        Ok(response.text)
+    }
+
+    /// Replaces the messages before `cut` by `summary`, and emits the `context_compacted` that
+    /// says so (resume replays the same cut from its count).
+    fn apply_summary(&mut self, cut: usize, before: u64, summary: String) -> ContextCompacted {
+        let summarised = cut - self.first_kept();
+        self.messages = compact::apply(&self.messages, cut, &summary);
+        self.reported = None;
+        let done = ContextCompacted {
+            tokens_before: before,
+            tokens_after: self.history_tokens(),
+            // `1 + messages_summarised` is the cut: resume replays it from this count.
+            messages_summarised: summarised as u64,
+            summary,
+        };
+        (self.emit)(Event::ContextCompacted(done.clone()));
+        done
+    }
+
+    /// The index of the first message a compaction may summarise: after the system prompt.
+    fn first_kept(&self) -> usize {
+        usize::from(
             self.messages
                 .first()
                 .is_some_and(|m| m.role == crate::providers::model::Role::System),
-        );
-        let older: Vec<Message> = self.messages[first..cut].to_vec();
-        let request = compact::summary_request(&self.model, &older);
-        let response = self
-            .provider
-            .complete(&request, &mut |_: &str| {})
-            .await
-            .map_err(|e| {
-                format!("the history needed compacting and the summary call failed: {e}")
-            })?;
-        usage.add(response.usage);
-        self.messages = compact::apply(&self.messages, cut, &response.text);
-        debug_assert_eq!(
-            cut,
-            first + older.len(),
-            "resume replays the cut from the count"
-        );
-        self.reported = None;
-        let after = self.history_tokens();
-        (self.emit)(Event::ContextCompacted(ContextCompacted {
-            tokens_before: before,
-            tokens_after: after,
-            // `first + messages_summarised` is the cut: resume replays it from this count.
-            messages_summarised: older.len() as u64,
-            summary: response.text,
-        }));
-        Ok(())
+        )
     }
 }

@@ -29,6 +29,29 @@ pub fn todos(records: &[Record]) -> Vec<protocol::session::TodoItem> {
         .unwrap_or_default()
 }
 
+/// What a stored session was switched to while it ran (`set_approval_mode`, `set_model`): the
+/// newest of each, `None` where it never was.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Switched {
+    /// The approval mode it was last switched to.
+    pub mode: Option<protocol::verdict::ApprovalMode>,
+    /// The model it was last switched to.
+    pub model: Option<String>,
+}
+
+/// What `records` switched the session to.
+pub fn switched(records: &[Record]) -> Switched {
+    let mut out = Switched::default();
+    for record in records {
+        match &record.event {
+            Event::ApprovalModeChanged(c) => out.mode = Some(c.mode),
+            Event::ModelChanged(c) => out.model = Some(c.model.clone()),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// What the user allowed always in `records` ("allow always" lasts for the session, resumed
 /// too): each such call rated again by `policy` (as it was when asked) and remembered.
 pub fn always_allowed(
@@ -79,6 +102,8 @@ pub fn conversation(system: Message, records: &[Record]) -> (Vec<Message>, u64) 
             | Event::ApprovalRequested(_)
             | Event::ApprovalResolved(_)
             | Event::TodoListChanged(_)
+            | Event::ApprovalModeChanged(_)
+            | Event::ModelChanged(_)
             // A subagent's transcript: only its report, the `task` call's result, was the
             // parent's history.
             | Event::Subagent(_) => continue,

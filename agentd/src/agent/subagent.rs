@@ -131,8 +131,8 @@ pub fn parse(arguments: &str) -> Result<Task, String> {
 pub struct Subagents {
     /// The session's model: a subagent uses the same provider and model.
     provider: Provider,
-    /// The model's name.
-    model: String,
+    /// The model's name; switched with the session's (`set_model`).
+    model: Mutex<String>,
     /// The limits of a subagent's turn: its own step limit; its time is what is left of the
     /// parent's turn when it starts.
     limits: Limits,
@@ -156,7 +156,7 @@ impl Subagents {
     pub fn new(provider: Provider, model: String, limits: Limits, worker: PathBuf) -> Self {
         Self {
             provider,
-            model,
+            model: Mutex::new(model),
             limits,
             worker,
             system: OnceLock::new(),
@@ -164,6 +164,11 @@ impl Subagents {
             findings: Arc::default(),
             usage: Mutex::default(),
         }
+    }
+
+    /// Switches the model the next subagents talk to (the session's was switched).
+    pub fn set_model(&self, model: &str) {
+        model.clone_into(&mut lock(&self.model));
     }
 
     /// Sets the subagents' system prompt (once, when the parent's is written).
@@ -212,7 +217,7 @@ impl Subagents {
             });
             let mut child = Agent::with_system(
                 self.provider.clone(),
-                self.model.clone(),
+                lock(&self.model).clone(),
                 Arc::new(self.dispatcher_for(parent)),
                 limits,
                 self.tagged(emit, &call.id),
@@ -254,7 +259,7 @@ impl Subagents {
         }
         Dispatcher {
             policy: parent.policy.clone(),
-            mode: parent.mode,
+            mode: parent.mode.clone(),
             workers: WorkerPool::new(self.worker.clone(), sandbox, 0),
             home: parent.home.clone(),
             approver: Arc::clone(&parent.approver),

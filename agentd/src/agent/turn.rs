@@ -166,6 +166,18 @@ impl Agent {
         self.reported = None;
     }
 
+    /// Switches the model (same provider) for the next requests, its subagents' too; the
+    /// window counts tokens as the new model does.
+    pub fn set_model(&mut self, model: &str) {
+        model.clone_into(&mut self.model);
+        self.limits.window = self.limits.window.for_model(model);
+        // The reported count was the old model's tokenizer's.
+        self.reported = None;
+        if let Some(subagents) = self.dispatcher.role.subagents() {
+            subagents.set_model(model);
+        }
+    }
+
     /// The system prompt this session was started with.
     pub fn system_message(&self) -> Option<&Message> {
         self.messages.first().filter(|m| m.role == Role::System)

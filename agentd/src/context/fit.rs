@@ -191,12 +191,56 @@ pub fn compaction_cut(messages: &[Message], window: &Window) -> Option<usize> {
     })
 }
 
+/// Where a compaction the user asked for cuts: before the newest user message — the newest
+/// turn stays word for word — when that is safe, fits in `keep_recent` of the window and leaves
+/// at least two messages to summarise; else where an automatic one would ([`compaction_cut`]).
+/// `None` when fewer than two messages after the system prompt would be summarised: a summary
+/// of one message saves nothing.
+pub fn on_demand_cut(messages: &[Message], window: &Window) -> Option<usize> {
+    let first = usize::from(messages.first().is_some_and(|m| m.role == Role::System));
+    let enough = |cut: &usize| *cut >= first + 2;
+    let budget = (window.tokens as f64 * window.keep_recent) as u64;
+    let newest_user = messages.iter().rposition(|m| m.role == Role::User)?;
+    let tail: u64 = messages[newest_user..]
+        .iter()
+        .map(|m| window.counter.count(m))
+        .sum();
+    Some(newest_user)
+        .filter(|c| enough(c) && tail <= budget && safe_cut(messages, *c))
+        .or_else(|| compaction_cut(messages, window).filter(enough))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn text(role: Role, content: &str) -> Message {
         Message::text(role, content.to_owned())
+    }
+
+    #[test]
+    fn on_demand_the_newest_turn_stays_and_a_short_history_has_nothing_to_compact() {
+        let system = text(Role::System, "sys");
+        let turn = |n: &str| vec![text(Role::User, n), text(Role::Assistant, n)];
+        let window = Window::new(100_000);
+        let one: Vec<Message> = std::iter::once(system.clone()).chain(turn("a")).collect();
+        assert_eq!(
+            on_demand_cut(&one, &window),
+            None,
+            "one turn: nothing before it"
+        );
+        let two: Vec<Message> = std::iter::once(system.clone())
+            .chain(turn("a"))
+            .chain(turn("b"))
+            .collect();
+        assert_eq!(
+            on_demand_cut(&two, &window),
+            Some(3),
+            "the second turn stays"
+        );
+        // After a compaction the history is the summary merged into the newest turn.
+        let after = super::super::compact::apply(&two, 3, "s");
+        assert_eq!(on_demand_cut(&after, &window), None);
     }
 
     #[test]

@@ -6,9 +6,13 @@
 
 use super::handle::{OpError, SessionHandle, Shared};
 use super::shutdown::Shutdown;
+use crate::agent::CompactError;
+use crate::agent::interrupt::Interrupt;
 use crate::agent::turn::{Agent, TurnOutcome};
 use crate::engine::build::Built;
 use protocol::control::Request;
+use protocol::event::{ApprovalModeChanged, Event, ModelChanged};
+use protocol::verdict::ApprovalMode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -16,6 +20,9 @@ use tokio::sync::{mpsc, oneshot};
 
 /// Operations queued before the session takes them; a full queue makes submitters wait.
 const QUEUE: usize = 64;
+
+/// The longest model name `set_model` takes, bytes.
+const MAX_MODEL_NAME: usize = 256;
 
 /// One operation for the session's task.
 #[derive(Debug)]
@@ -65,6 +72,8 @@ pub fn start(
         broker,
         running: Default::default(),
         done: Shutdown::new(),
+        mode: built.agent.dispatcher.mode.clone(),
+        model: std::sync::Mutex::new(built.agent.model.clone()),
     });
     let task = tokio::spawn(run(built, rx, Arc::clone(&shared), stopping));
     // A bug that panics the task must not leave a session that looks alive and never answers:
@@ -97,17 +106,42 @@ async fn run(built: Built, mut ops: mpsc::Receiver<Op>, shared: Arc<Shared>, sto
         else {
             break;
         };
-        let Request::SendMessage(message) = request else {
-            let _ = reply.send(answer(&shared, request));
-            continue;
+        let (interrupt, after_step) = (agent.interrupt.clone(), agent.stop_after_step.clone());
+        // An interrupt that came while nothing ran (it raced the end of the last turn) is stale.
+        interrupt.reset();
+        let busy = Busy {
+            interrupt,
+            after_step,
+            shared: &shared,
+            stopping: &stopping,
         };
-        let _ = reply.send(Ok(()));
-        shared.running.store(true, Ordering::SeqCst);
-        let (out, stop) = turn(&mut agent, &message.text, &mut ops, &shared, &stopping).await;
-        shared.running.store(false, Ordering::SeqCst);
-        if let Some(tx) = outcome {
-            let _ = tx.send(out);
-        }
+        let stop = match request {
+            Request::SendMessage(message) => {
+                let _ = reply.send(Ok(()));
+                let (out, stop) = busy.during(agent.run_turn(&message.text), &mut ops).await;
+                if let Some(tx) = outcome {
+                    let _ = tx.send(out);
+                }
+                stop
+            }
+            Request::Compact(_) => {
+                let (done, stop) = busy.during(agent.compact_now(), &mut ops).await;
+                let _ = reply.send(done.map(drop).map_err(|e| compact_error(&shared, e)));
+                stop
+            }
+            Request::SetApprovalMode(s) => {
+                let _ = reply.send(set_mode(&agent, &shared, s.mode));
+                false
+            }
+            Request::SetModel(s) => {
+                let _ = reply.send(set_model(&mut agent, &shared, &s.model));
+                false
+            }
+            other => {
+                let _ = reply.send(answer(&shared, other));
+                false
+            }
+        };
         if stop {
             break;
         }
@@ -120,59 +154,123 @@ async fn run(built: Built, mut ops: mpsc::Receiver<Op>, shared: Arc<Shared>, sto
     shared.done.trigger();
 }
 
-/// Runs one turn while taking operations; returns its outcome and whether the task should end.
-async fn turn(
-    agent: &mut Agent,
-    text: &str,
-    ops: &mut mpsc::Receiver<Op>,
-    shared: &Shared,
-    stopping: &Stopping,
-) -> (TurnOutcome, bool) {
-    let interrupt = agent.interrupt.clone();
-    let after_step = agent.stop_after_step.clone();
-    // An interrupt that came while no turn ran (it raced the end of the last one) is stale.
-    interrupt.reset();
-    let turn = agent.run_turn(text);
-    tokio::pin!(turn);
-    let grace = tokio::time::sleep(Duration::from_secs(365 * 86_400));
-    tokio::pin!(grace);
-    // Draining: shutdown came, the turn may finish its step; forced: the grace ran out.
-    let (mut draining, mut forced, mut stop, mut open) = (false, false, false, true);
-    loop {
-        tokio::select! {
-            out = &mut turn => return (out, stop),
-            op = ops.recv(), if open => match op {
-                None => open = false,
-                Some(Op::Stop) => {
+/// What the task needs while something runs (a turn, a compaction): its switches and where
+/// it reports.
+struct Busy<'a> {
+    /// Stops what runs.
+    interrupt: Interrupt,
+    /// Ends a turn at its next step boundary (the shutdown).
+    after_step: Interrupt,
+    /// What the handle and the task share.
+    shared: &'a Shared,
+    /// How the task ends when asked to stop.
+    stopping: &'a Stopping,
+}
+
+impl Busy<'_> {
+    /// Runs `work` (which watches the interrupt) while taking operations: another message, a
+    /// compaction or a change of mode or model is busy; interrupts and approval replies are
+    /// carried out. Returns its outcome and whether the task should end.
+    async fn during<T>(
+        &self,
+        work: impl Future<Output = T>,
+        ops: &mut mpsc::Receiver<Op>,
+    ) -> (T, bool) {
+        self.shared.running.store(true, Ordering::SeqCst);
+        tokio::pin!(work);
+        let grace = tokio::time::sleep(Duration::from_secs(365 * 86_400));
+        tokio::pin!(grace);
+        // Draining: shutdown came, the turn may finish its step; forced: the grace ran out.
+        let (mut draining, mut forced, mut stop, mut open) = (false, false, false, true);
+        let out = loop {
+            tokio::select! {
+                out = &mut work => break out,
+                op = ops.recv(), if open => match op {
+                    None => open = false,
+                    Some(Op::Stop) => {
+                        stop = true;
+                        self.interrupt.trigger();
+                    }
+                    Some(Op::Request { request, reply, .. }) => {
+                        let _ = reply.send(self.while_running(request));
+                    }
+                },
+                () = self.stopping.shutdown.wait(), if !draining => {
+                    draining = true;
                     stop = true;
-                    interrupt.trigger();
+                    self.after_step.trigger();
+                    grace.as_mut().reset(tokio::time::Instant::now() + self.stopping.grace);
                 }
-                Some(Op::Request { request: Request::SendMessage(_), reply, .. }) => {
-                    let busy = OpError::Busy(shared.journal.session().as_str().to_owned());
-                    let _ = reply.send(Err(busy));
+                () = &mut grace, if draining && !forced => {
+                    tracing::warn!(
+                        "session {}: the turn did not end within the shutdown grace period; interrupted",
+                        self.shared.journal.session()
+                    );
+                    self.interrupt.trigger();
+                    forced = true;
                 }
-                Some(Op::Request { request: Request::Interrupt(_), reply, .. }) => {
-                    interrupt.trigger();
-                    let _ = reply.send(Ok(()));
-                }
-                Some(Op::Request { request, reply, .. }) => {
-                    let _ = reply.send(answer(shared, request));
-                }
-            },
-            () = stopping.shutdown.wait(), if !draining => {
-                draining = true;
-                stop = true;
-                after_step.trigger();
-                grace.as_mut().reset(tokio::time::Instant::now() + stopping.grace);
             }
-            () = &mut grace, if draining && !forced => {
-                tracing::warn!(
-                    "session {}: the turn did not end within the shutdown grace period; interrupted",
-                    shared.journal.session()
-                );
-                interrupt.trigger();
-                forced = true;
+        };
+        self.shared.running.store(false, Ordering::SeqCst);
+        (out, stop)
+    }
+
+    /// The answer to `request` while a turn or a compaction runs.
+    fn while_running(&self, request: Request) -> Result<(), OpError> {
+        match request {
+            Request::SendMessage(_)
+            | Request::Compact(_)
+            | Request::SetApprovalMode(_)
+            | Request::SetModel(_) => Err(OpError::Busy(
+                self.shared.journal.session().as_str().to_owned(),
+            )),
+            Request::Interrupt(_) => {
+                self.interrupt.trigger();
+                Ok(())
             }
+            other => answer(self.shared, other),
+        }
+    }
+}
+
+/// Changes the session's approval mode, and says so in its log.
+fn set_mode(agent: &Agent, shared: &Shared, mode: ApprovalMode) -> Result<(), OpError> {
+    if mode == ApprovalMode::SkipPermissions {
+        return Err(OpError::Refused(
+            "skip_permissions is chosen only when a session starts (--dangerously-skip-permissions); a running session can switch to on_risk, always or never".into(),
+        ));
+    }
+    agent.dispatcher.mode.set(mode);
+    shared
+        .journal
+        .emit(Event::ApprovalModeChanged(ApprovalModeChanged { mode }));
+    Ok(())
+}
+
+/// Switches the session's model, and says so in its log.
+fn set_model(agent: &mut Agent, shared: &Shared, model: &str) -> Result<(), OpError> {
+    let model = model.trim();
+    if model.is_empty() || model.len() > MAX_MODEL_NAME || model.chars().any(char::is_control) {
+        return Err(OpError::Refused(format!(
+            "a model name is 1 to {MAX_MODEL_NAME} characters without control characters"
+        )));
+    }
+    agent.set_model(model);
+    model.clone_into(&mut shared.model());
+    shared.journal.emit(Event::ModelChanged(ModelChanged {
+        model: model.to_owned(),
+    }));
+    Ok(())
+}
+
+/// The error of a compaction the user asked for.
+fn compact_error(shared: &Shared, e: CompactError) -> OpError {
+    match e {
+        CompactError::Nothing(_) => OpError::Refused(e.to_string()),
+        CompactError::Interrupted => OpError::Interrupted(e.to_string()),
+        CompactError::Failed(_) => {
+            tracing::warn!("session {}: {e}", shared.journal.session());
+            OpError::Failed(e.to_string())
         }
     }
 }

@@ -176,13 +176,9 @@ pub struct Built {
 
 impl Prepared {
     /// The same, with `approver` answering its asks (a daemon session's broker is made with it).
+    /// Whatever the mode: a session that starts in `never` may be switched to one that asks.
     pub fn with_approver(mut self, approver: Approver) -> Self {
-        if !matches!(
-            self.plan.mode,
-            ApprovalMode::Never | ApprovalMode::SkipPermissions
-        ) {
-            self.plan.approver = approver;
-        }
+        self.plan.approver = approver;
         self
     }
 }
@@ -252,7 +248,7 @@ pub fn build(
     );
     let dispatcher = Arc::new(Dispatcher {
         policy: base.policy.clone(),
-        mode: plan.mode,
+        mode: crate::agent::mode_cell::ModeCell::new(plan.mode),
         workers: worker::WorkerPool::new(worker_bin, sandbox, plan.ready_workers),
         home: plan.home,
         approver: Arc::new(plan.approver),
@@ -280,9 +276,16 @@ pub fn build(
     Ok(Built { agent, tmp })
 }
 
-/// Puts a stored session's history, todo list, what was allowed always, and its approval
-/// numbering back into `agent`.
+/// Puts a stored session's history, todo list, what was allowed always, its approval
+/// numbering, and the approval mode and model it was switched to, back into `agent`.
 fn resume(agent: &mut Agent, records: &[Record]) {
+    let switched = crate::agent::resume::switched(records);
+    if let Some(mode) = switched.mode {
+        agent.dispatcher.mode.set(mode);
+    }
+    if let Some(model) = &switched.model {
+        agent.set_model(model);
+    }
     if let Some(system) = agent.system_message().cloned() {
         let (messages, turns) = crate::agent::resume::conversation(system, records);
         agent.resume_from(messages, turns);

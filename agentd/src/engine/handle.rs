@@ -8,10 +8,11 @@ use super::approvals::{AnswerError, Broker};
 use super::journal::{Journal, JournalError};
 use super::shutdown::Shutdown;
 use crate::agent::turn::TurnOutcome;
-use protocol::control::{ErrorCode, Request, SendMessage};
+use protocol::control::{Compact, ErrorCode, Request, SendMessage, SetApprovalMode, SetModel};
 use protocol::event::EventEnvelope;
 use protocol::ids::{Seq, SessionId};
 use protocol::session::SessionState;
+use protocol::verdict::ApprovalMode;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,15 +36,30 @@ pub enum OpError {
     /// The session's task has ended.
     #[error("session {0} has stopped")]
     Stopped(String),
+    /// A well-formed operation that cannot be carried out as asked (nothing to compact, a mode
+    /// a running session cannot switch to, an empty model name); the message says why.
+    #[error("{0}")]
+    Refused(String),
+    /// An operation the session's interrupt stopped before it was done.
+    #[error("{0}")]
+    Interrupted(String),
+    /// An operation that failed inside (the summary call of a compaction).
+    #[error("{0}")]
+    Failed(String),
 }
 
 impl OpError {
     /// The control protocol's code for it.
     pub fn code(&self) -> ErrorCode {
         match self {
-            OpError::Busy(_) | OpError::Approval(_) => ErrorCode::Conflict,
-            OpError::NoClients(_) | OpError::NotAnOp(_) => ErrorCode::BadRequest,
+            OpError::Busy(_) | OpError::Approval(_) | OpError::Interrupted(_) => {
+                ErrorCode::Conflict
+            }
+            OpError::NoClients(_) | OpError::NotAnOp(_) | OpError::Refused(_) => {
+                ErrorCode::BadRequest
+            }
             OpError::Stopped(_) => ErrorCode::NotFound,
+            OpError::Failed(_) => ErrorCode::Internal,
         }
     }
 }
@@ -59,6 +75,18 @@ pub(super) struct Shared {
     pub running: AtomicBool,
     /// Triggered once the task has ended: the agent and its workers dropped, the log closed.
     pub done: Shutdown,
+    /// Its approval mode: the dispatcher's own cell, read here for front ends.
+    pub mode: crate::agent::mode_cell::ModeCell,
+    /// Its model now; written by the task when it switches.
+    pub model: std::sync::Mutex<String>,
+}
+
+impl Shared {
+    /// Its model now, locked.
+    pub fn model(&self) -> std::sync::MutexGuard<'_, String> {
+        // A panic while holding the lock leaves a whole string behind: go on.
+        self.model.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A session's handle. Cloning it gives another handle on the same session.
@@ -119,8 +147,9 @@ impl SessionHandle {
         OpError::Stopped(self.id().as_str().to_owned())
     }
 
-    /// Submits `request` (`send_message`, `interrupt`, `approval_reply`) and waits until the
-    /// session took it: a message starts a turn, whose progress arrives as events.
+    /// Submits `request` (`send_message`, `interrupt`, `approval_reply`, `compact`,
+    /// `set_approval_mode`, `set_model`) and waits until the session took it: a message starts a
+    /// turn, whose progress arrives as events; a compaction is answered once it is done.
     pub async fn submit(&self, request: Request) -> Result<(), OpError> {
         self.submit_with(request, None).await
     }
@@ -157,6 +186,38 @@ impl SessionHandle {
             session: self.id().clone(),
         });
         self.submit(request).await
+    }
+
+    /// Compacts the session's history now: answers once the summary is in (its
+    /// `context_compacted` event first), or why not.
+    pub async fn compact(&self) -> Result<(), OpError> {
+        let session = self.id().clone();
+        self.submit(Request::Compact(Compact { session })).await
+    }
+
+    /// Changes the approval mode from the next call on.
+    pub async fn set_approval_mode(&self, mode: ApprovalMode) -> Result<(), OpError> {
+        let session = self.id().clone();
+        self.submit(Request::SetApprovalMode(SetApprovalMode { session, mode }))
+            .await
+    }
+
+    /// Switches the model (same provider) from the next request on.
+    pub async fn set_model(&self, model: &str) -> Result<(), OpError> {
+        let session = self.id().clone();
+        let model = model.to_owned();
+        self.submit(Request::SetModel(SetModel { session, model }))
+            .await
+    }
+
+    /// Its approval mode now.
+    pub fn approval_mode(&self) -> ApprovalMode {
+        self.shared.mode.get()
+    }
+
+    /// Its model now.
+    pub fn model(&self) -> String {
+        self.shared.model().clone()
     }
 
     /// Its events after `after` (all with `None`), then live ones.

@@ -186,6 +186,8 @@ fn append(log: &mut SessionLog, event: &Event) -> Seq {
         Event::AssistantMessage(_)
             | Event::ToolCallFinished(_)
             | Event::ContextCompacted(_)
+            | Event::ApprovalModeChanged(_)
+            | Event::ModelChanged(_)
             | Event::TurnFinished(_)
     );
     if step_end && let Err(e) = log.sync() {

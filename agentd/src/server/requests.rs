@@ -66,7 +66,10 @@ pub async fn handle(
         },
         Request::SendMessage(SendMessage { ref session, .. })
         | Request::Interrupt(Interrupt { ref session })
-        | Request::ApprovalReply(ApprovalReply { ref session, .. }) => {
+        | Request::ApprovalReply(ApprovalReply { ref session, .. })
+        | Request::Compact(Compact { ref session })
+        | Request::SetApprovalMode(SetApprovalMode { ref session, .. })
+        | Request::SetModel(SetModel { ref session, .. }) => {
             let session = session.clone();
             drive(server, peer, &session, request).await
         }
@@ -74,14 +77,16 @@ pub async fn handle(
     .into()
 }
 
-/// A message, an interrupt or an approval reply, for a loaded session of the peer's.
+/// A message, an interrupt, an approval reply, a compaction or a change of mode or model, for a
+/// loaded session of the peer's (anyone else's is not found).
 async fn drive(
     server: &Server,
     peer: Peer,
     session: &SessionId,
     request: Request,
 ) -> Result<ResponseBody, Refusal> {
-    if matches!(request, Request::SendMessage(_)) && server.shutdown.is_triggered() {
+    let calls_the_model = matches!(request, Request::SendMessage(_) | Request::Compact(_));
+    if calls_the_model && server.shutdown.is_triggered() {
         return Err(ErrorFrame::new(
             ErrorCode::ShuttingDown,
             "agentd is shutting down: connect again once it is back",

@@ -258,6 +258,7 @@ impl Sessions {
                         created_unix_ms: s.created_unix_ms,
                         last_seq: protocol::ids::Seq(s.last_seq),
                         title: s.title.clone(),
+                        approval: s.approval.unwrap_or_default(),
                     },
                 })
             })
@@ -287,11 +288,12 @@ pub fn info_of(l: &Loaded) -> SessionInfo {
         id: l.header.id.clone(),
         owner_uid: l.header.owner_uid,
         workspace: l.header.workspace.clone(),
-        model: l.header.model.clone(),
+        model: l.handle.model(),
         state: l.handle.state(),
         created_unix_ms: l.header.created_unix_ms,
         last_seq: l.handle.last_seq(),
         title: l.header.options.title.clone(),
+        approval: l.handle.approval_mode(),
     }
 }
 

@@ -22,8 +22,11 @@ pub struct Summary {
     pub workspace: PathBuf,
     /// Who owns it.
     pub owner_uid: u32,
-    /// The model it was created with.
+    /// The model it talks to: the one it was created with, or the one it was last switched to.
     pub model: String,
+    /// Its approval mode: the one it was created with (daemon sessions keep it in the header),
+    /// or the one it was last switched to; `None` when the log says neither.
+    pub approval: Option<protocol::verdict::ApprovalMode>,
     /// When it was created, milliseconds since the Unix epoch.
     pub created_unix_ms: u64,
     /// The newest write to its log, milliseconds since the Unix epoch.
@@ -131,12 +134,16 @@ fn summary(path: &std::path::Path, loaded: &Loaded) -> Summary {
         .map_or(loaded.header.created_unix_ms, |d| {
             u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
         });
+    let switched = crate::agent::resume::switched(&loaded.records);
     Summary {
+        approval: switched.mode.or(loaded.header.options.approval),
+        model: switched
+            .model
+            .unwrap_or_else(|| loaded.header.model.clone()),
         id: loaded.header.id.as_str().to_owned(),
         title,
         workspace: loaded.header.workspace.clone(),
         owner_uid: loaded.header.owner_uid,
-        model: loaded.header.model.clone(),
         created_unix_ms: loaded.header.created_unix_ms,
         last_activity_unix_ms,
         status,

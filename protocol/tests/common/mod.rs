@@ -30,6 +30,7 @@ pub fn info() -> SessionInfo {
         created_unix_ms: 1_796_000_000_000,
         last_seq: Seq(12),
         title: Some("fix the parser".into()),
+        approval: ApprovalMode::OnRisk,
     }
 }
 
@@ -62,6 +63,15 @@ pub fn requests() -> Vec<Request> {
             decision: ApprovalDecision::AllowOnce,
         }),
         Request::Status,
+        Request::Compact(Compact { session: sid() }),
+        Request::SetApprovalMode(SetApprovalMode {
+            session: sid(),
+            mode: ApprovalMode::Never,
+        }),
+        Request::SetModel(SetModel {
+            session: sid(),
+            model: "gpt-4.1-mini".into(),
+        }),
     ]
 }
 
@@ -128,6 +138,12 @@ pub fn events() -> Vec<Event> {
         Event::Subagent(SubagentEvent {
             call_id: call().id,
             event: Box::new(Event::TurnStarted(TurnStarted { turn: 1 })),
+        }),
+        Event::ApprovalModeChanged(ApprovalModeChanged {
+            mode: ApprovalMode::Never,
+        }),
+        Event::ModelChanged(ModelChanged {
+            model: "gpt-4.1-mini".into(),
         }),
     ]
 }

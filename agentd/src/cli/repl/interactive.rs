@@ -10,7 +10,7 @@ use super::style::{self, Palette, Tone};
 use super::turn::{self, Pause};
 use crate::inert::inert;
 use anyhow::{Context as _, Result};
-use protocol::event::ApprovalRequested;
+use protocol::event::{ApprovalRequested, Event};
 use protocol::verdict::ApprovalDecision;
 use std::path::PathBuf;
 use tokio::signal::unix::{Signal, SignalKind};
@@ -119,7 +119,7 @@ impl<L: SessionLink> Repl<L> {
         let line = format!(
             "{title} · session {} · {} · {} · /help for commands",
             self.link.session(),
-            inert(self.link.model()),
+            inert(&self.link.model()),
             self.link.transport()
         );
         self.render.line(&line);
@@ -242,25 +242,70 @@ impl<L: SessionLink> Repl<L> {
             }
             Slash::Sessions => self.sessions(),
             Slash::Resume(Some(id)) => self.resume(&id),
-            Slash::Resume(None) => self.render.error("/resume needs a session id (see /sessions)"),
+            Slash::Resume(None) => self
+                .render
+                .error("/resume needs a session id (see /sessions)"),
             Slash::Model(None) => {
-                let line = format!("model: {}", inert(self.link.model()));
+                let line = format!("model: {}", inert(&self.link.model()));
                 self.render.line(&line);
             }
-            Slash::Model(Some(_)) => self.render.error(
-                "switching the model of a running session is not supported yet: the engine fixes a session's model when it builds it, and has no request to change it. Start `agent --model NAME` for a new session on another model.",
-            ),
-            Slash::Approval(_) => self.render.error(
-                "changing the approval mode of a running session is not supported yet: the engine fixes it when it builds the session, and has no request to change it. Start `agent --approval MODE` (on-risk, always, never).",
-            ),
-            Slash::Compact => self.render.error(
-                "/compact is not supported yet: the engine has no request to compact on demand. It compacts on its own when the history nears the model's context window.",
-            ),
+            Slash::Model(Some(name)) => self.set_model(&name),
+            Slash::Approval(None) => {
+                let line = format!("approval mode: {}", slash::mode_name(self.link.approval()));
+                self.render.line(&line);
+            }
+            Slash::Approval(Some(name)) => self.set_approval(&name),
+            Slash::Compact => self.compact(),
             Slash::Quit => {}
             Slash::Unknown(what) => {
                 let line = format!("unknown command {}: /help lists them", inert(&what));
                 self.render.error(&line);
             }
+        }
+    }
+
+    /// Compacts the history now and shows the `context_compacted` it ends with.
+    fn compact(&mut self) {
+        self.render
+            .note("compacting the history (one model call to summarise it)…");
+        let (link, render) = (&mut self.link, &mut self.render);
+        let done = self.runtime.block_on(async {
+            link.compact().await?;
+            turn::settle(link, render, |e| matches!(e, Event::ContextCompacted(_))).await;
+            Ok::<_, super::link::LinkError>(())
+        });
+        if let Err(e) = done {
+            self.render.error(&e.to_string());
+        }
+    }
+
+    /// Changes the approval mode to the one `name` names; an unknown one is refused here.
+    fn set_approval(&mut self, name: &str) {
+        let mode = match slash::mode(name) {
+            Ok(mode) => mode,
+            Err(why) => return self.render.error(&why),
+        };
+        let (link, render) = (&mut self.link, &mut self.render);
+        let done = self.runtime.block_on(async {
+            link.set_approval(mode).await?;
+            turn::settle(link, render, |e| matches!(e, Event::ApprovalModeChanged(_))).await;
+            Ok::<_, super::link::LinkError>(())
+        });
+        if let Err(e) = done {
+            self.render.error(&e.to_string());
+        }
+    }
+
+    /// Switches the model to `name` (the same provider).
+    fn set_model(&mut self, name: &str) {
+        let (link, render) = (&mut self.link, &mut self.render);
+        let done = self.runtime.block_on(async {
+            link.set_model(name).await?;
+            turn::settle(link, render, |e| matches!(e, Event::ModelChanged(_))).await;
+            Ok::<_, super::link::LinkError>(())
+        });
+        if let Err(e) = done {
+            self.render.error(&e.to_string());
         }
     }
 

@@ -5,7 +5,7 @@
 
 use protocol::event::EventEnvelope;
 use protocol::ids::{ApprovalId, SessionId};
-use protocol::verdict::ApprovalDecision;
+use protocol::verdict::{ApprovalDecision, ApprovalMode};
 use std::path::PathBuf;
 
 /// Why a link operation failed.
@@ -60,8 +60,10 @@ pub struct Opened {
 pub trait SessionLink {
     /// The session now linked.
     fn session(&self) -> &SessionId;
-    /// The model it talks to.
-    fn model(&self) -> &str;
+    /// The model it talks to now.
+    fn model(&self) -> String;
+    /// Its approval mode now.
+    fn approval(&self) -> ApprovalMode;
     /// Where sessions come from, in words (for the banner): `in-process` or the socket.
     fn transport(&self) -> String;
     /// Gives the session a user message: a turn starts, its progress arrives as events.
@@ -74,6 +76,13 @@ pub trait SessionLink {
         approval: ApprovalId,
         decision: ApprovalDecision,
     ) -> Result<(), LinkError>;
+    /// Summarises the older history now; returns once it is done (its `context_compacted`
+    /// event is on its way), or why not (nothing to compact, a turn running, the call failed).
+    async fn compact(&mut self) -> Result<(), LinkError>;
+    /// Changes the approval mode from the next call on.
+    async fn set_approval(&mut self, mode: ApprovalMode) -> Result<(), LinkError>;
+    /// Switches the model (same provider) from the next request on.
+    async fn set_model(&mut self, model: &str) -> Result<(), LinkError>;
     /// The session's next event (a resumed session's history first); `None` once it has
     /// stopped. Cancel-safe: an event is never lost by dropping the future.
     async fn next_event(&mut self) -> Option<EventEnvelope>;

@@ -156,8 +156,12 @@ impl SessionLink for LocalLink {
         self.handle.id()
     }
 
-    fn model(&self) -> &str {
-        &self.recipe.settings.model
+    fn model(&self) -> String {
+        self.handle.model()
+    }
+
+    fn approval(&self) -> ApprovalMode {
+        self.handle.approval_mode()
     }
 
     fn transport(&self) -> String {
@@ -196,6 +200,18 @@ impl SessionLink for LocalLink {
             .submit(request)
             .await
             .map_err(|e| LinkError::Refused(e.to_string()))
+    }
+
+    async fn compact(&mut self) -> Result<(), LinkError> {
+        self.handle.compact().await.map_err(refused)
+    }
+
+    async fn set_approval(&mut self, mode: ApprovalMode) -> Result<(), LinkError> {
+        self.handle.set_approval_mode(mode).await.map_err(refused)
+    }
+
+    async fn set_model(&mut self, model: &str) -> Result<(), LinkError> {
+        self.handle.set_model(model).await.map_err(refused)
     }
 
     async fn next_event(&mut self) -> Option<EventEnvelope> {
@@ -240,4 +256,8 @@ impl SessionLink for LocalLink {
     async fn close(&mut self) {
         self.handle.stop().await;
     }
+}
+
+fn refused(e: crate::engine::OpError) -> LinkError {
+    LinkError::Refused(e.to_string())
 }

@@ -235,6 +235,7 @@ fn placeholder(workspace: &Path) -> SessionInfo {
         created_unix_ms: 0,
         last_seq: protocol::ids::Seq(0),
         title: None,
+        approval: ApprovalMode::OnRisk,
     }
 }
 
@@ -243,8 +244,12 @@ impl SessionLink for RemoteLink {
         &self.session.id
     }
 
-    fn model(&self) -> &str {
-        &self.session.model
+    fn model(&self) -> String {
+        self.session.model.clone()
+    }
+
+    fn approval(&self) -> ApprovalMode {
+        self.session.approval
     }
 
     fn transport(&self) -> String {
@@ -277,6 +282,32 @@ impl SessionLink for RemoteLink {
             decision,
         };
         self.ask(Request::ApprovalReply(reply)).await.map(drop)
+    }
+
+    async fn compact(&mut self) -> Result<(), LinkError> {
+        let session = self.session.id.clone();
+        self.ask(Request::Compact(Compact { session }))
+            .await
+            .map(drop)
+    }
+
+    async fn set_approval(&mut self, mode: ApprovalMode) -> Result<(), LinkError> {
+        let session = self.session.id.clone();
+        self.ask(Request::SetApprovalMode(SetApprovalMode { session, mode }))
+            .await?;
+        self.session.approval = mode;
+        Ok(())
+    }
+
+    async fn set_model(&mut self, model: &str) -> Result<(), LinkError> {
+        let session = self.session.id.clone();
+        let set = SetModel {
+            session,
+            model: model.to_owned(),
+        };
+        self.ask(Request::SetModel(set)).await?;
+        self.session.model = model.trim().to_owned();
+        Ok(())
     }
 
     async fn next_event(&mut self) -> Option<EventEnvelope> {

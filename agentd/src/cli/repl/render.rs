@@ -183,6 +183,13 @@ impl Renderer {
                 "(history compacted: {} messages summarised, ~{} → ~{} tokens)",
                 c.messages_summarised, c.tokens_before, c.tokens_after
             )),
+            Event::ApprovalModeChanged(c) => self.note(&format!(
+                "(approval mode is now {})",
+                super::slash::mode_name(c.mode)
+            )),
+            Event::ModelChanged(c) => {
+                self.note(&format!("(model is now {})", inert(&c.model)));
+            }
             Event::TurnFinished(t) => self.turn_finished(t),
             Event::Subagent(s) => self.subagent(s.call_id.as_str(), &s.event),
             Event::ApprovalResolved(_) | Event::TurnStarted(_) => {}

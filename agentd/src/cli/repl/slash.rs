@@ -1,5 +1,7 @@
 //! Slash commands: what the user typed, parsed (pure; the REPL carries them out).
 
+use protocol::verdict::ApprovalMode;
+
 /// One slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Slash {
@@ -29,11 +31,37 @@ pub const HELP: &str = "\
 /todos            the agent's todo list
 /sessions         your sessions, newest first
 /resume ID        continue session ID here (its history is shown)
-/model            the model this session talks to
-/approval         the approval mode of this session
-/compact          summarise old history now
+/model [NAME]     the model this session talks to; with NAME, switch to it (same provider)
+/approval [MODE]  the approval mode; with MODE (on-risk, always, never), change it
+/compact          summarise the history before the newest turn now
 /quit             leave (also Ctrl-D, or Ctrl-C twice at an empty prompt)
 keys: Enter sends · Ctrl-C interrupts a running turn · ↑/↓ history · Ctrl-R search";
+
+/// The approval modes `/approval` switches between, as the user types them.
+pub const MODES: &str = "on-risk, always, never";
+
+/// The approval mode `name` names (`on-risk`, `always`, `never`; `on_risk` too), or what to say.
+pub fn mode(name: &str) -> Result<ApprovalMode, String> {
+    match name {
+        "on-risk" | "on_risk" => Ok(ApprovalMode::OnRisk),
+        "always" => Ok(ApprovalMode::Always),
+        "never" => Ok(ApprovalMode::Never),
+        _ => Err(format!(
+            "unknown approval mode {}: the modes are {MODES}",
+            crate::inert::inert(name)
+        )),
+    }
+}
+
+/// How the REPL names `mode` (as `--approval` does).
+pub fn mode_name(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::OnRisk => "on-risk",
+        ApprovalMode::Always => "always",
+        ApprovalMode::Never => "never",
+        ApprovalMode::SkipPermissions => "skip-permissions (--dangerously-skip-permissions)",
+    }
+}
 
 /// `line` as a slash command, if it is one.
 pub fn parse(line: &str) -> Option<Slash> {
@@ -79,6 +107,18 @@ mod tests {
         ];
         for (line, want) in cases {
             assert_eq!(parse(line), want, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn modes_parse_and_an_unknown_one_names_the_valid_ones() {
+        assert_eq!(mode("on-risk"), Ok(ApprovalMode::OnRisk));
+        assert_eq!(mode("on_risk"), Ok(ApprovalMode::OnRisk));
+        assert_eq!(mode("always"), Ok(ApprovalMode::Always));
+        assert_eq!(mode("never"), Ok(ApprovalMode::Never));
+        for bad in ["sometimes", "skip-permissions", ""] {
+            let e = mode(bad).unwrap_err();
+            assert!(e.contains("on-risk, always, never"), "{e}");
         }
     }
 }

@@ -136,3 +136,21 @@ pub async fn replay<L: SessionLink>(link: &mut L, render: &mut Renderer, count: 
         render.event(&envelope.event);
     }
 }
+
+/// Shows the session's events until one that `done` matches (the event a compaction or a
+/// change of mode or model ends with), a few seconds at most: it is on its way when the
+/// request was answered.
+pub async fn settle<L: SessionLink>(
+    link: &mut L,
+    render: &mut Renderer,
+    done: impl Fn(&Event) -> bool,
+) {
+    while let Ok(Some(envelope)) =
+        tokio::time::timeout(Duration::from_secs(5), link.next_event()).await
+    {
+        render.event(&envelope.event);
+        if done(&envelope.event) {
+            return;
+        }
+    }
+}
