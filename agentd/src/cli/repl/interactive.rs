@@ -8,7 +8,7 @@ use super::render::{self, Renderer};
 use super::slash::{self, Slash};
 use super::style::{self, Palette, Tone};
 use super::turn::{self, Pause};
-use crate::inert::inert;
+use crate::inert::{inert, inert_line};
 use anyhow::{Context as _, Result};
 use protocol::event::{ApprovalRequested, Event};
 use protocol::verdict::ApprovalDecision;
@@ -323,8 +323,8 @@ impl<L: SessionLink> Repl<L> {
                         "{here} {}  {:<12}  {}  {}",
                         s.id,
                         s.state,
-                        inert(&s.workspace.display().to_string()),
-                        inert(s.title.as_deref().unwrap_or("")),
+                        inert_line(&s.workspace.display().to_string()),
+                        inert_line(s.title.as_deref().unwrap_or("")),
                     );
                     self.render.line(&line);
                 }
