@@ -92,7 +92,10 @@ pub struct SandboxSpec {
 
 /// What a call may not change inside its writable roots, because something outside the sandbox
 /// runs or trusts it later: git's hooks and config (`core.hooksPath`, `core.fsmonitor`, aliases),
-/// also of submodules and linked worktrees, and the editors' per-project settings and tasks.
+/// also of submodules and linked worktrees, the editors' per-project settings and tasks (VS Code,
+/// JetBrains, Zed, a `*.code-workspace`, a dev container's `initializeCommand`, which runs on the
+/// host), and other coding agents' project settings, whose hooks and MCP servers run when the
+/// user starts that agent in the folder (`.claude`, `.cursor`, `.mcp.json`).
 ///
 /// `commondir` and `config.worktree` are on the list because git takes its config and hooks from
 /// them too: a `commondir` naming a directory the call wrote redirects everything. Submodules'
@@ -117,6 +120,12 @@ pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     "*/.git/config",
     ".vscode",
     ".idea",
+    ".zed",
+    "*.code-workspace",
+    ".devcontainer",
+    ".mcp.json",
+    ".claude",
+    ".cursor",
 ];
 
 /// Resource limits of one call.

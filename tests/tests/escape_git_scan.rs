@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::both;
-use agentd_e2e::{As, GIT, Run, agentd_command, give, host_git, repo};
+use agentd_e2e::{As, Dir, GIT, Run, agentd_command, give, host_git, repo};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -16,7 +16,18 @@ use std::time::{Duration, Instant};
 /// `agentd sandbox` in `ws`, killed (and the test failed) if it outlives `limit`: a scan that
 /// never ends must fail the suite, not hang it.
 fn sandbox_within(who: As, ws: &Path, args: &[&str], command: &str, limit: Duration) -> Run {
-    let mut child = agentd_command(who, &[])
+    sandbox_with_env(who, ws, args, command, limit, &[])
+}
+
+fn sandbox_with_env(
+    who: As,
+    ws: &Path,
+    args: &[&str],
+    command: &str,
+    limit: Duration,
+    env: &[(&str, &str)],
+) -> Run {
+    let mut child = agentd_command(who, env)
         .arg("sandbox")
         .arg("--workspace")
         .arg(ws)
@@ -165,3 +176,98 @@ both!(a_directory_name_cannot_forge_a_line_of_the_report, |who| {
         "{run:?}"
     );
 });
+
+both!(
+    a_relative_hooks_path_in_the_users_git_config_is_protected_in_the_workspace,
+    |who| {
+        // The user's own ~/.gitconfig sends every repository's hooks to `.githooks` in it.
+        let home = Dir::new("hooks-home", who);
+        std::fs::write(
+            home.0.join(".gitconfig"),
+            "[core]\n\thooksPath = .githooks\n",
+        )
+        .unwrap();
+        give(&home.0, who);
+        let home_text = home.0.display().to_string();
+        let env = [("HOME", home_text.as_str())];
+        let ws = repo("global-hooks", who);
+        // Not there yet: a call that makes it has it moved aside after the call.
+        let run = sandbox_with_env(
+            who,
+            &ws.0,
+            &[],
+            "mkdir -p .githooks && printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .githooks/pre-commit && echo planted",
+            LIMIT,
+            &env,
+        );
+        assert!(run.stdout.contains("planted"), "{run:?}");
+        assert!(!ws.0.join(".githooks").exists(), "moved aside: {run:?}");
+        assert!(
+            run.stdout.contains(".githooks"),
+            "the note names it: {run:?}"
+        );
+        // There already (the user's own hooks): read-only to the call.
+        std::fs::create_dir_all(ws.0.join(".githooks")).unwrap();
+        std::fs::write(ws.0.join(".githooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        give(&ws.0, who);
+        let run = sandbox_with_env(
+            who,
+            &ws.0,
+            &[],
+            "echo 'touch /tmp/pwned' >> .githooks/pre-commit",
+            LIMIT,
+            &env,
+        );
+        assert_ne!(run.code, 0, "{run:?}");
+        assert_eq!(
+            std::fs::read_to_string(ws.0.join(".githooks/pre-commit")).unwrap(),
+            "#!/bin/sh\n"
+        );
+        // Everything else in the workspace is writable as ever.
+        let run = sandbox_with_env(who, &ws.0, &[], "echo ok > notes.txt", LIMIT, &env);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+);
+
+both!(
+    other_editors_and_agents_project_settings_are_protected_too,
+    |who| {
+        let ws = repo("agents-settings", who);
+        let existing = [
+            ".claude/settings.json",
+            ".cursor/mcp.json",
+            ".zed/tasks.json",
+            ".devcontainer/devcontainer.json",
+        ];
+        for file in existing {
+            let path = ws.0.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "{}\n").unwrap();
+        }
+        std::fs::write(ws.0.join(".mcp.json"), "{}\n").unwrap();
+        std::fs::write(ws.0.join("proj.code-workspace"), "{}\n").unwrap();
+        give(&ws.0, who);
+        for file in existing
+            .iter()
+            .copied()
+            .chain([".mcp.json", "proj.code-workspace"])
+        {
+            let attempt = format!("echo '{{\"hooks\": \"touch /tmp/pwned\"}}' > {file}");
+            let run = sandbox_within(who, &ws.0, &[], &attempt, LIMIT);
+            assert_ne!(run.code, 0, "`{attempt}` succeeded: {run:?}");
+            assert_eq!(std::fs::read_to_string(ws.0.join(file)).unwrap(), "{}\n");
+        }
+        // Made by a call, they are moved aside after it, and the result says so.
+        let run = sandbox_within(
+            who,
+            &ws.0,
+            &[],
+            "echo '{}' > other.code-workspace && mkdir -p sub && echo ok > sub/kept.txt",
+            LIMIT,
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(!ws.0.join("other.code-workspace").exists(), "{run:?}");
+        assert!(run.stdout.contains("other.code-workspace"), "{run:?}");
+        assert!(ws.0.join("sub/kept.txt").exists(), "{run:?}");
+    }
+);

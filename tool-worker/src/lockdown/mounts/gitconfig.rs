@@ -169,10 +169,29 @@ const MAX_CONFIG_FILES: usize = 64;
 /// Most include and `core.hooksPath` entries one scan takes.
 const MAX_ENTRIES: usize = 1024;
 
-/// The paths in `root` that decide where git takes config and hooks from (see the module doc).
-/// Existing paths only, `..` resolved by name; some may lie outside `root` (the caller keeps
-/// those inside a writable root).
-pub fn redirects(root: &Path) -> Vec<PathBuf> {
+/// The configs git reads before a repository's own, for the user whose `HOME` and
+/// `XDG_CONFIG_HOME` are given: the system's, then the user's (`$XDG_CONFIG_HOME/git/config`,
+/// else `~/.config/git/config`, and `~/.gitconfig`). A relative `core.hooksPath` there is
+/// relative to whichever repository git runs in — the workspace, when the user runs git there
+/// after the session.
+pub fn user_configs(home: Option<&Path>, xdg_config_home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from("/etc/gitconfig")];
+    match (xdg_config_home, home) {
+        (Some(xdg), _) if xdg.is_absolute() => out.push(xdg.join("git/config")),
+        (_, Some(home)) => out.push(home.join(".config/git/config")),
+        _ => {}
+    }
+    if let Some(home) = home {
+        out.push(home.join(".gitconfig"));
+    }
+    out
+}
+
+/// The paths in `root` that decide where git takes config and hooks from (see the module doc),
+/// with the user's own configs (`globals`, from [`user_configs`]) read too, and `home` to
+/// expand a `~/` in a path they name. Existing paths only, `..` resolved by name; some may lie
+/// outside `root` (the caller keeps those inside a writable root).
+pub fn redirects(root: &Path, globals: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut git_dirs = vec![root.join(".git")];
     // A `.git` that is a file names the git directory; git reads it at the root and in every
@@ -203,7 +222,13 @@ pub fn redirects(root: &Path) -> Vec<PathBuf> {
         }
         git_dirs.push(root.to_path_buf());
     }
-    let mut scan = Scan::default();
+    let mut scan = Scan {
+        home: home.map(Path::to_path_buf),
+        ..Scan::default()
+    };
+    for global in globals {
+        scan.config(root, global, 0, &mut found);
+    }
     for dir in git_dirs {
         for config in ["config", "config.worktree"] {
             scan.config(root, &dir.join(config), 0, &mut found);
@@ -235,6 +260,8 @@ struct Scan {
     seen: std::collections::HashSet<(u64, u64)>,
     /// Include and `core.hooksPath` entries taken.
     entries: usize,
+    /// Where a `~/` in a path leads, when known.
+    home: Option<PathBuf>,
 }
 
 impl Scan {
@@ -263,8 +290,11 @@ impl Scan {
             return;
         };
         let dir = file.parent().unwrap_or(root);
-        for entry in parse(&text) {
-            // `~` is a home: hidden and read-only to the call anyway.
+        for mut entry in parse(&text) {
+            if let (Some(rest), Some(home)) = (entry.value.strip_prefix("~/"), &self.home) {
+                entry.value = home.join(rest).to_string_lossy().into_owned();
+            }
+            // Another user's home (`~user/`), or an empty value: nothing in the workspace.
             if entry.value.starts_with('~') || entry.value.is_empty() {
                 continue;
             }
@@ -390,7 +420,7 @@ mod tests {
         std::fs::write(root.join("shared.cfg"), "[include]\n\tpath = deeper.cfg\n").unwrap();
         std::fs::write(root.join("deeper.cfg"), "[core]\n\thooksPath = .githooks\n").unwrap();
         std::fs::create_dir(root.join(".githooks")).unwrap();
-        let found = redirects(&root);
+        let found = redirects(&root, &[], None);
         for p in ["shared.cfg", "deeper.cfg", ".githooks"] {
             assert!(found.contains(&root.join(p)), "{p}: {found:?}");
         }
@@ -398,7 +428,7 @@ mod tests {
         std::fs::create_dir_all(root.join("refs")).unwrap();
         std::fs::write(root.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(root.join("config"), "[core]\n").unwrap();
-        assert!(redirects(&root).contains(&root.join("config")));
+        assert!(redirects(&root, &[], None).contains(&root.join("config")));
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -417,7 +447,7 @@ mod tests {
         let bomb = "[include]\n\tpath = config.worktree\n[core]\n\thooksPath = .githooks\n";
         std::fs::write(root.join(".git/config.worktree"), bomb.repeat(40)).unwrap();
         std::fs::create_dir(root.join(".githooks")).unwrap();
-        let found = redirects(&root);
+        let found = redirects(&root, &[], None);
         assert!(found.contains(&root.join(".githooks")), "{found:?}");
         assert!(
             found.contains(&root.join(".git/config.worktree")),
@@ -457,7 +487,7 @@ mod tests {
         std::fs::create_dir_all(root.join("refs/heads")).unwrap();
         std::os::unix::fs::symlink("refs/heads/main", root.join("HEAD")).unwrap();
         std::fs::write(root.join("config"), "[core]\n").unwrap();
-        assert!(redirects(&root).contains(&root.join("config")));
+        assert!(redirects(&root, &[], None).contains(&root.join("config")));
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -468,10 +498,50 @@ mod tests {
         std::fs::write(root.join("docs/notes/config"), "[core]\n").unwrap();
         std::fs::create_dir_all(root.join("lib")).unwrap();
         std::fs::write(root.join("lib/.git"), "gitdir: ../docs/notes\n").unwrap();
-        let found = redirects(&root);
+        let found = redirects(&root, &[], None);
         for p in ["lib/.git", "docs/notes/config", "docs/notes/hooks"] {
             assert!(found.contains(&root.join(p)), "{p}: {found:?}");
         }
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_relative_hooks_path_in_the_users_own_config_names_a_directory_of_the_workspace() {
+        let root = scratch("global-ws");
+        let home = scratch("global-home");
+        std::fs::create_dir_all(home.join(".config/git")).unwrap();
+        std::fs::write(
+            home.join(".gitconfig"),
+            "[core]\n\thooksPath = .githooks\n[includeIf \"gitdir:~/work/\"]\n\tpath = ~/.gitconfig-work\n",
+        )
+        .unwrap();
+        std::fs::write(
+            home.join(".gitconfig-work"),
+            "[core]\n\thooksPath = tools/hooks\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join(".githooks")).unwrap();
+        std::fs::create_dir_all(root.join("tools/hooks")).unwrap();
+        let globals = user_configs(Some(&home), None);
+        assert_eq!(
+            globals,
+            vec![
+                PathBuf::from("/etc/gitconfig"),
+                home.join(".config/git/config"),
+                home.join(".gitconfig")
+            ]
+        );
+        let found = redirects(&root, &globals, Some(&home));
+        for p in [".githooks", "tools/hooks"] {
+            assert!(found.contains(&root.join(p)), "{p}: {found:?}");
+        }
+        assert!(
+            redirects(&root, &[], Some(&home))
+                .iter()
+                .all(|p| !p.ends_with(".githooks")),
+            "only the user's config names it"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::remove_dir_all(&home).unwrap();
     }
 }

@@ -65,7 +65,23 @@ fn found_in<'a>(spec: &'a SandboxSpec, root: &'a Path) -> impl Iterator<Item = P
     spec.protected_paths
         .iter()
         .flat_map(move |pattern| expand(root, pattern))
-        .chain(super::gitconfig::redirects(root))
+        .chain(super::gitconfig::redirects(
+            root,
+            &super::gitconfig::user_configs(
+                env_path(spec, "HOME"),
+                env_path(spec, "XDG_CONFIG_HOME"),
+            ),
+            env_path(spec, "HOME"),
+        ))
+}
+
+/// The value of `name` in the tools' environment, as a path.
+fn env_path<'a>(spec: &'a SandboxSpec, name: &str) -> Option<&'a Path> {
+    spec.env
+        .iter()
+        .find(|v| v.name == name)
+        .map(|v| Path::new(v.value.as_str()))
+        .filter(|p| p.is_absolute())
 }
 
 /// The protected paths that exist now in `spec`'s writable roots: what a worker locked down now
