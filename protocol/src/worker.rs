@@ -88,6 +88,13 @@ pub struct SandboxSpec {
     /// component (`.git/modules/*/hooks`). [`DEFAULT_PROTECTED_PATHS`] unless configured.
     #[serde(default)]
     pub protected_paths: Vec<String>,
+    /// The workspace directory's identity (device, inode), taken when the session was made,
+    /// with the owner's rights: a worker whose working directory, entered after its mounts, is
+    /// another directory refuses the call, and the supervisor moves or makes nothing in it — a
+    /// path component swapped for a symlink would otherwise point a root daemon's worker at
+    /// someone else's files. `None`: not checked.
+    #[serde(default)]
+    pub workspace_identity: Option<(u64, u64)>,
 }
 
 /// What a call may not change inside its writable roots, because something outside the sandbox

@@ -267,3 +267,45 @@ async fn gemini_whole_response_and_a_stream_without_a_finish_reason() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_gemini_model_name_cannot_aim_the_request_at_another_endpoint() {
+    let mock = MockLlm::start(vec![Reply::ok(gemini::chunk(
+        vec![gemini::text("hello")],
+        Some("STOP"),
+    ))])
+    .await;
+    for bad in [
+        "../../../evil/path?injected=1#",
+        "gemini/../../x",
+        "a?b",
+        "a#b",
+        "..",
+        "",
+        "name with space",
+    ] {
+        let mut req = conversation();
+        req.model = bad.into();
+        let err = gemini_client(&mock, false)
+            .complete(&req, &mut |_| {})
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err.error, ProviderError::BadModel { .. }),
+            "{bad:?}: {err}"
+        );
+    }
+    assert!(mock.requests().is_empty(), "nothing was sent");
+    // A real model id still goes through.
+    let mut req = conversation();
+    req.model = "gemini-2.5-flash_001".into();
+    let r = gemini_client(&mock, false)
+        .complete(&req, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(r.text, "hello");
+    assert_eq!(
+        mock.requests()[0].path,
+        "/v1/models/gemini-2.5-flash_001:generateContent"
+    );
+}

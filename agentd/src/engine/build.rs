@@ -47,6 +47,14 @@ pub enum BuildError {
     /// The session's log or spill folder.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The workspace, as the session's owner sees it.
+    #[error("workspace {path}: {why}")]
+    Workspace {
+        /// The workspace asked for.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// What every session of this process is built from, loaded once.
@@ -183,6 +191,38 @@ impl Prepared {
     }
 }
 
+/// The workspace's identity (device, inode), read with the owner's rights: for a session of
+/// another user under a root agentd, a directory that user can reach and owns. Taken in one
+/// `stat`, so what is checked is what is pinned; each worker then refuses another directory.
+fn workspace_identity(path: &Path, run_as: Option<&RunAs>) -> Result<(u64, u64), BuildError> {
+    use std::os::unix::fs::MetadataExt;
+    let bad = |why: String| BuildError::Workspace {
+        path: path.to_owned(),
+        why,
+    };
+    let meta = crate::agent::owner_files::as_owner(run_as, || std::fs::metadata(path))
+        .map_err(|e| bad(e.to_string()))?;
+    if !meta.is_dir() {
+        return Err(bad("not a directory".into()));
+    }
+    if let Some(who) = run_as.filter(|_| cross_user(run_as))
+        && meta.uid() != who.uid
+    {
+        return Err(bad(format!(
+            "not the session owner's (it belongs to uid {})",
+            meta.uid()
+        )));
+    }
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// Whether the session's calls run as another user than agentd: a root agentd's session of
+/// a user.
+fn cross_user(run_as: Option<&RunAs>) -> bool {
+    let me = nix::unistd::geteuid();
+    run_as.is_some_and(|w| me.is_root() && w.uid != me.as_raw())
+}
+
 /// Finds the worker, makes the session's temp root and its sandbox from `plan` and `base`.
 pub fn prepare(base: &Base, plan: Plan) -> Result<Prepared, BuildError> {
     let worker_bin = worker::locate_worker().ok_or(BuildError::NoWorker)?;
@@ -202,6 +242,14 @@ pub fn prepare(base: &Base, plan: Plan) -> Result<Prepared, BuildError> {
     );
     sandbox.network = base.policy.current().network() == Verdict::Allow;
     sandbox.run_as = plan.run_as.clone();
+    let identity = workspace_identity(&plan.workspace, plan.run_as.as_ref())?;
+    // Pinned where a swap would cross users: a root agentd running another user's session.
+    // The same user may replace their workspace (`mv ws ws.old && git clone … ws`), and the
+    // pool then serves the next call from the new directory (issue 9); a call cannot do it
+    // (the workspace is a mount point, its parent read-only).
+    if cross_user(plan.run_as.as_ref()) {
+        sandbox.workspace_identity = Some(identity);
+    }
     if plan.read_only {
         sandbox.profile = protocol::worker::SandboxProfile::ReadOnly;
     }

@@ -26,6 +26,19 @@ impl Wire for Gemini {
     const PROVIDER: &'static str = PROVIDER;
 }
 
+/// Whether `model` can go in the URL's path as one segment: Gemini's model ids
+/// (`gemini-2.5-flash`, `gemini-2.0-flash-001`) are letters, digits, `.`, `_` and `-`, and
+/// nothing else may reach the path (a `/`, `..`, `?` or `#` would aim the request — with the
+/// API key — at another endpoint of the host).
+fn is_model_name(model: &str) -> bool {
+    !model.is_empty()
+        && model != "."
+        && model != ".."
+        && model
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 /// A client for one Gemini generateContent endpoint.
 pub type GeminiClient = Client<Gemini>;
 
@@ -36,6 +49,15 @@ impl Client<Gemini> {
         req: &ModelRequest,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, CallFailed> {
+        if !is_model_name(&req.model) {
+            return Err(CallFailed {
+                error: ProviderError::BadModel {
+                    provider: "gemini",
+                    model: req.model.clone(),
+                },
+                tries: 0,
+            });
+        }
         let body = request_body(req);
         let url = if self.stream {
             format!(

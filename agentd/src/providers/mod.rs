@@ -120,6 +120,17 @@ pub enum ProviderError {
         /// After how long.
         after: Duration,
     },
+    /// The model's name cannot be put where the wire format puts it (Gemini: in the URL's
+    /// path, where `../` or `?` would send the request, and the API key, to another endpoint).
+    #[error(
+        "{provider}: the model name {model:?} is not one this provider takes (letters, digits, '.', '_', '-')"
+    )]
+    BadModel {
+        /// Which provider.
+        provider: &'static str,
+        /// The name asked for.
+        model: String,
+    },
     /// The response was not the format promised.
     #[error("{provider}: malformed response: {message}")]
     Malformed {

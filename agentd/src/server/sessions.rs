@@ -308,11 +308,19 @@ fn workspace_of(peer: Peer, asked: &std::path::Path) -> Result<std::path::PathBu
         ));
     }
     let bad = |why: String| refuse(ErrorCode::BadRequest, why);
-    let path = asked
-        .canonicalize()
-        .map_err(|e| bad(format!("workspace {}: {e}", asked.display())))?;
-    let meta =
-        std::fs::metadata(&path).map_err(|e| bad(format!("workspace {}: {e}", path.display())))?;
+    // Resolved with the peer's own rights: as root, the answers (exists, not a directory, whose
+    // it is, where a symlink leads) would tell a user about paths they cannot see.
+    let who = protocol::worker::RunAs {
+        uid: peer.uid,
+        gid: peer.gid,
+        groups: Vec::new(),
+    };
+    let (path, meta) = crate::agent::owner_files::as_owner(Some(&who), || {
+        let path = asked.canonicalize()?;
+        let meta = std::fs::metadata(&path)?;
+        Ok::<_, std::io::Error>((path, meta))
+    })
+    .map_err(|e| bad(format!("workspace {}: {e}", asked.display())))?;
     if !meta.is_dir() {
         return Err(bad(format!(
             "workspace {} is not a directory",

@@ -43,5 +43,6 @@ pub fn default_sandbox(workspace: PathBuf, tmp_dir: PathBuf, home: Option<&Path>
             .iter()
             .map(|p| (*p).to_owned())
             .collect(),
+        workspace_identity: None,
     }
 }

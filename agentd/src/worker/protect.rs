@@ -52,6 +52,12 @@ impl Baseline {
     /// The protected paths of `spec`'s writable roots as they are now, after making the
     /// placeholders a repository lacks ([`make_placeholders`]).
     pub fn now(spec: &SandboxSpec) -> Baseline {
+        if !workspace_holds(spec) {
+            tracing::warn!(
+                "the workspace {} is no longer the directory the session was made for: no placeholders made",
+                inert_line(&spec.workspace.display().to_string())
+            );
+        }
         make_placeholders(spec);
         let repositories = std::iter::once(&spec.workspace)
             .chain(&spec.write_paths)
@@ -69,6 +75,11 @@ impl Baseline {
     /// After a call: moves the protected paths it created aside; returns what was done, in words.
     pub fn check(&self, spec: &SandboxSpec) -> Vec<String> {
         let mut known = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !workspace_holds(spec) {
+            // A worker refuses such a workspace, so no call ran there; and nothing of someone
+            // else's is moved.
+            return Vec::new();
+        }
         let mut notes = Vec::new();
         let mut new_repositories = Vec::new();
         for (root, rel) in protected_names(spec) {
@@ -87,7 +98,7 @@ impl Baseline {
                     inert_line(&path.display().to_string())
                 )
             } else {
-                match quarantine(&root, &rel) {
+                match quarantine(&root, &rel, expected(spec, &root)) {
                     Ok(to) => format!(
                         "this call created the protected path {}, which git or an editor would run or trust later; it was moved to {}",
                         inert_line(&path.display().to_string()),
@@ -121,6 +132,9 @@ pub fn make_placeholders(spec: &SandboxSpec) {
         let Ok(root_fd) = nix::fcntl::open(root.as_path(), dir_flags(), Mode::empty()) else {
             continue;
         };
+        if !is(&root_fd, expected(spec, root)) {
+            continue;
+        }
         let Ok(git) = openat(&root_fd, ".git", dir_flags(), Mode::empty()) else {
             continue;
         };
@@ -171,13 +185,33 @@ pub fn tell(result: &mut ToolResult, notes: Vec<String>) {
     }
 }
 
+/// Whether the workspace path still names the directory the session was made for
+/// ([`SandboxSpec::workspace_identity`]); true when there is no identity to check.
+pub fn workspace_holds(spec: &SandboxSpec) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    spec.workspace_identity
+        .is_none_or(|id| std::fs::metadata(&spec.workspace).is_ok_and(|m| (m.dev(), m.ino()) == id))
+}
+
+/// The identity `root` must have: the workspace's, for the workspace.
+fn expected(spec: &SandboxSpec, root: &Path) -> Option<(u64, u64)> {
+    spec.workspace_identity.filter(|_| root == spec.workspace)
+}
+
+/// Whether the opened directory `fd` is the one `expect` names (any, without one).
+fn is(fd: &impl std::os::fd::AsFd, expect: Option<(u64, u64)>) -> bool {
+    expect.is_none_or(|(dev, ino)| {
+        nix::sys::stat::fstat(fd).is_ok_and(|st| (st.st_dev, st.st_ino) == (dev, ino))
+    })
+}
+
 fn dir_flags() -> OFlag {
     OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_RDONLY
 }
 
 /// Moves `root/rel` into `root/.agentd-quarantine/`, following no symlink: if a directory on the
 /// way is a symlink (or not a directory), that entry is moved instead. Returns where it went.
-fn quarantine(root: &Path, rel: &Path) -> std::io::Result<PathBuf> {
+fn quarantine(root: &Path, rel: &Path, expect: Option<(u64, u64)>) -> std::io::Result<PathBuf> {
     let names: Vec<&std::ffi::OsStr> = rel
         .components()
         .map(|c| match c {
@@ -189,6 +223,11 @@ fn quarantine(root: &Path, rel: &Path) -> std::io::Result<PathBuf> {
         return Err(std::io::Error::other("an empty path"));
     };
     let root_fd = nix::fcntl::open(root, dir_flags(), Mode::empty())?;
+    if !is(&root_fd, expect) {
+        return Err(std::io::Error::other(
+            "the workspace is no longer the directory the session was made for",
+        ));
+    }
     let mut dir: OwnedFd = nix::fcntl::openat(&root_fd, ".", dir_flags(), Mode::empty())?;
     let mut moved: PathBuf = PathBuf::new();
     let mut entry: &std::ffi::OsStr = last;
@@ -255,7 +294,7 @@ mod tests {
         let outside = scratch("symlink-outside");
         std::fs::write(outside.join("key"), "secret").unwrap();
         std::os::unix::fs::symlink(&outside, root.join(".vscode")).unwrap();
-        let to = quarantine(&root, Path::new(".vscode/key")).unwrap();
+        let to = quarantine(&root, Path::new(".vscode/key"), None).unwrap();
         assert!(
             std::fs::symlink_metadata(&to)
                 .unwrap()
@@ -277,7 +316,7 @@ mod tests {
         let outside = scratch("qlink-outside");
         std::os::unix::fs::symlink(&outside, root.join(QUARANTINE)).unwrap();
         std::fs::create_dir(root.join(".idea")).unwrap();
-        let to = quarantine(&root, Path::new(".idea")).unwrap();
+        let to = quarantine(&root, Path::new(".idea"), None).unwrap();
         assert!(!root.join(".idea").exists(), "moved aside where it was");
         assert!(to.starts_with(&root) && to.is_dir(), "{}", to.display());
         assert_eq!(

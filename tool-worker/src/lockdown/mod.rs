@@ -85,6 +85,7 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
             ),
         )
     })?;
+    check_workspace_identity(spec).map_err(|e| fail(WorkerStep::Mounts, e))?;
     limits::apply(&spec.limits, will_be_root).map_err(|e| fail(WorkerStep::Rlimits, e))?;
     if let Some(who) = drop_to {
         caps::clear_bounding().map_err(|e| fail(WorkerStep::Capabilities, e))?;
@@ -135,4 +136,22 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
         gid: nix::unistd::getgid().as_raw(),
         warnings,
     })
+}
+
+/// The directory just entered (after the mounts, so what the call will work in) is the one the
+/// session was made for: a path swapped since for a symlink to someone else's directory is
+/// refused here, before any tool runs.
+fn check_workspace_identity(spec: &protocol::worker::SandboxSpec) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(expected) = spec.workspace_identity else {
+        return Ok(());
+    };
+    let here = std::fs::metadata(".").map_err(|e| format!("cannot stat the workspace: {e}"))?;
+    if (here.dev(), here.ino()) == expected {
+        return Ok(());
+    }
+    Err(format!(
+        "the workspace {} is no longer the directory this session was made for (it was moved or replaced, or a directory on its path now leads elsewhere): refusing to work in it",
+        spec.workspace.display()
+    ))
 }

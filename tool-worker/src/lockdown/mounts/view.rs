@@ -378,6 +378,7 @@ mod tests {
                 .iter()
                 .map(|p| (*p).to_owned())
                 .collect(),
+            workspace_identity: None,
         }
     }
 
