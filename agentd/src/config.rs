@@ -27,6 +27,8 @@ pub struct ConfigFile {
 pub struct ServerSection {
     /// Clients connected at once.
     pub max_connections: Option<usize>,
+    /// Clients one uid may have connected at once.
+    pub max_connections_per_uid: Option<usize>,
     /// Largest frame payload, bytes.
     pub max_frame_bytes: Option<usize>,
     /// How long a client has for its hello, milliseconds.
@@ -51,6 +53,9 @@ impl ServerSection {
         let d = crate::server::Limits::default();
         crate::server::Limits {
             max_connections: self.max_connections.unwrap_or(d.max_connections),
+            max_connections_per_uid: self
+                .max_connections_per_uid
+                .unwrap_or(d.max_connections_per_uid),
             max_frame_bytes: self.max_frame_bytes.unwrap_or(d.max_frame_bytes),
             handshake_timeout: self
                 .handshake_timeout_ms

@@ -191,6 +191,52 @@ fn garbage_oversized_and_silent_clients_are_dropped_and_others_go_on() {
     });
 }
 
+/// The error frame a connection gets in place of a welcome.
+async fn refused(socket: &Path) -> ErrorFrame {
+    let stream = UnixStream::connect(socket).await.unwrap();
+    let mut reader = FrameReader::new(stream, FrameDecoder::new(1 << 20));
+    match reader
+        .read_message::<protocol::handshake::HandshakeReply>(Encoding::Json)
+        .await
+        .unwrap()
+    {
+        protocol::handshake::HandshakeReply::Error(e) => e,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn one_uid_cannot_take_every_connection_slot() {
+    let d = daemon("max_connections = 10\nmax_connections_per_uid = 2");
+    runtime().block_on(async {
+        let first = client(&d.socket, Encoding::Json).await;
+        let mut second = client(&d.socket, Encoding::Json).await;
+        let e = refused(&d.socket).await;
+        assert_eq!(e.code, ErrorCode::Forbidden);
+        assert!(
+            e.message.contains("too many connections from uid 0")
+                && e.message.contains("per user is 2"),
+            "{e:?}"
+        );
+        // Those it holds still work, and one closed gives its slot back.
+        assert!(matches!(
+            ask(&mut second, Encoding::Json, 1, Request::Status).await,
+            ResponseBody::Status(_)
+        ));
+        drop(first);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let stream = UnixStream::connect(&d.socket).await.unwrap();
+            let mut reader = FrameReader::new(stream, FrameDecoder::new(1 << 24));
+            if client_handshake(&mut reader, Encoding::Json).await.is_ok() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the slot never came back");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+}
+
 #[test]
 fn the_connection_limit_and_a_client_that_stops_reading_affect_no_one_else() {
     let d = daemon("max_connections = 3\noutgoing_queue = 4");

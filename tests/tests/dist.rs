@@ -83,6 +83,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
     assert_eq!(server.limits(), agentd::server::Limits::default());
     let ServerSection {
         max_connections,
+        max_connections_per_uid,
         max_frame_bytes,
         handshake_timeout_ms,
         outgoing_queue,
@@ -94,6 +95,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
     assert!(
         [
             max_connections,
+            max_connections_per_uid,
             max_frame_bytes,
             outgoing_queue,
             max_sessions_per_uid

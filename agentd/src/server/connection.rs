@@ -29,15 +29,28 @@ fn server_name() -> String {
     format!("agentd {}", env!("CARGO_PKG_VERSION"))
 }
 
-/// Tells a client over the connection limit so, and closes.
-pub async fn refuse(mut stream: UnixStream, server: &Server) {
-    let frame = ErrorFrame::new(
-        ErrorCode::Forbidden,
-        format!(
+/// Which connection limit a client met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// The daemon's.
+    All,
+    /// Its uid's.
+    Uid(u32),
+}
+
+/// Tells a client over a connection limit so, and closes.
+pub async fn refuse(mut stream: UnixStream, server: &Server, full: Full) {
+    let message = match full {
+        Full::All => format!(
             "too many clients connected (the limit is {}); try again later",
             server.limits.max_connections
         ),
-    );
+        Full::Uid(uid) => format!(
+            "too many connections from uid {uid} (the limit per user is {}); close one and try again",
+            server.limits.max_connections_per_uid
+        ),
+    };
+    let frame = ErrorFrame::new(ErrorCode::Forbidden, message);
     reject(
         &mut stream,
         FrameDecoder::new(server.limits.max_frame_bytes),

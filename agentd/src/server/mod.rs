@@ -41,6 +41,9 @@ use tokio::sync::Semaphore;
 pub struct Limits {
     /// Clients connected at once; one more gets an error frame and is closed.
     pub max_connections: usize,
+    /// Clients one uid may have connected at once, so that one user cannot take every slot
+    /// and shut the others out.
+    pub max_connections_per_uid: usize,
     /// Largest frame payload accepted, bytes.
     pub max_frame_bytes: usize,
     /// How long a client has to send its hello.
@@ -60,6 +63,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_connections: 256,
+            max_connections_per_uid: 64,
             max_frame_bytes: protocol::frame::DEFAULT_MAX_FRAME,
             handshake_timeout: Duration::from_secs(5),
             outgoing_queue: 1024,
@@ -83,6 +87,42 @@ pub struct Server {
     goodbye: Shutdown,
     started: Instant,
     slots: Arc<Semaphore>,
+    /// Connections open per uid.
+    per_uid: Arc<std::sync::Mutex<std::collections::HashMap<u32, usize>>>,
+}
+
+/// One uid's count of open connections, given back when the connection ends.
+struct UidSlot {
+    uid: u32,
+    counts: Arc<std::sync::Mutex<std::collections::HashMap<u32, usize>>>,
+}
+
+impl UidSlot {
+    /// A slot for `uid`, if it has fewer than `max` connections open.
+    fn take(server: &Server, uid: u32) -> Option<UidSlot> {
+        let mut counts = server.per_uid.lock().unwrap_or_else(|e| e.into_inner());
+        let n = counts.entry(uid).or_default();
+        if *n >= server.limits.max_connections_per_uid {
+            return None;
+        }
+        *n += 1;
+        Some(UidSlot {
+            uid,
+            counts: Arc::clone(&server.per_uid),
+        })
+    }
+}
+
+impl Drop for UidSlot {
+    fn drop(&mut self) {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = counts.get_mut(&self.uid) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.remove(&self.uid);
+            }
+        }
+    }
 }
 
 impl Server {
@@ -96,6 +136,7 @@ impl Server {
             goodbye: Shutdown::new(),
             started: Instant::now(),
             slots: Arc::new(Semaphore::new(limits.max_connections)),
+            per_uid: Arc::default(),
         }
     }
 
@@ -124,12 +165,19 @@ pub async fn serve(listener: UnixListener, server: Arc<Server>) {
             }
         };
         let permit = server.slots.clone().try_acquire_owned();
+        let uid = stream.peer_cred().map(|c| c.uid()).ok();
         let server = server.clone();
         tokio::spawn(async move {
-            match permit {
-                Ok(_permit) => connection::run(stream, &server).await,
-                Err(_) => connection::refuse(stream, &server).await,
-            }
+            let Ok(_permit) = permit else {
+                return connection::refuse(stream, &server, connection::Full::All).await;
+            };
+            let Some(uid) = uid else {
+                return;
+            };
+            let Some(_mine) = UidSlot::take(&server, uid) else {
+                return connection::refuse(stream, &server, connection::Full::Uid(uid)).await;
+            };
+            connection::run(stream, &server).await;
         });
     }
     drop(listener);
