@@ -246,3 +246,33 @@ async fn denied_without_asking(client: &mut Client, id: &SessionId, text: &str) 
     assert_eq!(denied.status, ToolStatus::Denied, "{denied:?}");
     assert!(denied.content.contains("`never`"), "{denied:?}");
 }
+
+#[test]
+fn a_message_over_the_size_limit_is_refused_and_nothing_is_logged() {
+    let rt = runtime();
+    let mock = rt.block_on(MockLlm::start(vec![answer("short one taken")]));
+    let place = Place::new("");
+    let _d = Daemon::start(&place, &mock.url());
+    let ws = workspace();
+    rt.block_on(async {
+        let mut c = Client::connect(&place.socket, Encoding::Bincode).await;
+        let id = c.create(&ws.0, "on_risk").await;
+        let logged = || std::fs::metadata(place.log(&id)).map_or(0, |m| m.len());
+        let before = logged();
+        let big = "x".repeat((1 << 20) + 1);
+        let body = c.send(&id, &big).await;
+        assert_eq!(code(&body), Some(ErrorCode::BadRequest), "{body:?}");
+        let ResponseBody::Error(e) = &body else {
+            panic!("{body:?}")
+        };
+        assert!(e.message.contains("1048577"), "{e:?}");
+        assert_eq!(logged(), before, "nothing of it reached the log");
+        assert!(mock.requests().is_empty(), "nor the model");
+        // A message at the limit is taken.
+        c.attach(&id, None).await;
+        let body = c.send(&id, &"y".repeat(1 << 20)).await;
+        assert!(matches!(body, ResponseBody::Ok), "{body:?}");
+        c.until_turn_finished().await;
+        assert_eq!(mock.requests().len(), 1);
+    });
+}

@@ -77,6 +77,12 @@ pub async fn handle(
     .into()
 }
 
+/// The longest user message taken, bytes. Every message is kept in the session's log (owned by
+/// the daemon's user, outside the client's disk quota) and replayed to each client that
+/// attaches: at the frame limit (16 MiB) a user could grow a log by a gigabyte a minute and
+/// have each replay hold it in memory. A prompt is far smaller; a document belongs in a file.
+pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+
 /// A message, an interrupt, an approval reply, a compaction or a change of mode or model, for a
 /// loaded session of the peer's (anyone else's is not found).
 async fn drive(
@@ -85,6 +91,18 @@ async fn drive(
     session: &SessionId,
     request: Request,
 ) -> Result<ResponseBody, Refusal> {
+    if let Request::SendMessage(m) = &request
+        && m.text.len() > MAX_MESSAGE_BYTES
+    {
+        return Err(ErrorFrame::new(
+            ErrorCode::BadRequest,
+            format!(
+                "a message is at most {} bytes, this one is {}: put long text in a file of the workspace and name it",
+                MAX_MESSAGE_BYTES,
+                m.text.len()
+            ),
+        ));
+    }
     let calls_the_model = matches!(request, Request::SendMessage(_) | Request::Compact(_));
     if calls_the_model && server.shutdown.is_triggered() {
         return Err(ErrorFrame::new(
