@@ -21,9 +21,11 @@ impl Fixture {
         WorkerPool::new(worker, self.spec(), size)
     }
 
-    /// The workers waiting in this fixture's pool: processes forked by our worker zygote (our
-    /// child) — or our own children, for a worker executed per call — whose own child (the
-    /// worker as its PID namespace's init, which enters the workspace) works in the workspace.
+    /// The workers waiting in this fixture's pool: our descendants (forked by our worker zygote,
+    /// our child, or executed by us) that work in the workspace — a worker is born the init of
+    /// its namespaces and enters the workspace — and whose parent does not (a tool's process is
+    /// the child of one that does). Never the zygote, which is not in the workspace: a test
+    /// that kills a waiting worker must not kill every worker of the process.
     fn waiting_workers(&self) -> Vec<i32> {
         let me = std::process::id() as i32;
         let all: Vec<(i32, Option<i32>)> = std::fs::read_dir("/proc")
@@ -32,22 +34,25 @@ impl Fixture {
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
             .map(|pid| (pid, parent_of(pid)))
             .collect();
-        let ours = |ppid: &Option<i32>| {
-            *ppid == Some(me)
-                || all
-                    .iter()
-                    .any(|(p, pp)| Some(*p) == *ppid && *pp == Some(me))
+        let parent = |pid: i32| all.iter().find(|(p, _)| *p == pid).and_then(|(_, pp)| *pp);
+        let descends_from_me = |pid: i32| {
+            let mut at = parent(pid);
+            for _ in 0..4 {
+                match at {
+                    Some(p) if p == me => return true,
+                    Some(p) => at = parent(p),
+                    None => return false,
+                }
+            }
+            false
+        };
+        let in_ws = |pid: i32| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == self.ws)
         };
         all.iter()
-            .filter(|(_, ppid)| ours(ppid))
             .map(|(pid, _)| *pid)
-            .filter(|pid| {
-                all.iter().any(|(child, ppid)| {
-                    *ppid == Some(*pid)
-                        && std::fs::read_link(format!("/proc/{child}/cwd"))
-                            .is_ok_and(|cwd| cwd == self.ws)
-                })
-            })
+            .filter(|pid| descends_from_me(*pid) && in_ws(*pid))
+            .filter(|pid| !parent(*pid).is_some_and(in_ws))
             .collect()
     }
 
