@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 /// Tool calls per session.
 const CALLS: usize = 20;
 
-const CONFIG: &str = "[server]\nmax_sessions_per_uid = 1000\n\n[policy]\nbash = [{ pattern = \"true\", action = \"allow\" }]\n";
+/// All sessions are the bench's own uid: it may hold one connection per session.
+const CONFIG: &str = "[server]\nmax_sessions_per_uid = 1000\nmax_connections_per_uid = 1000\n\n[policy]\nbash = [{ pattern = \"true\", action = \"allow\" }]\n";
 
 /// The instant model: a `bash: true` call while the conversation has fewer than [`CALLS`]
 /// results, then the answer.

@@ -335,25 +335,29 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     let raw_body = String::from_utf8_lossy(&buf[header_end..]).into_owned();
     let body = serde_json::from_str(&raw_body).unwrap_or(serde_json::Value::Null);
     let checked = strict::check(&path, &body, &state.issued.lock().unwrap());
-    // A responding mock is as strict, but keeps no record of requests: it serves benchmarks of
-    // thousands of calls.
     let scripted = match (&checked, &state.responder.0) {
         (Err(_), _) => None,
         (Ok(()), Some(respond)) => Some(respond(&body)),
         (Ok(()), None) => {
             let first = first_user_message(&body);
-            let reply = next_reply(&state, first.as_deref())
-                .unwrap_or_else(|| Reply::error(500, "the mock's script is exhausted", &[]));
-            state.requests.lock().unwrap().push(Recorded {
-                method,
-                path,
-                headers,
-                body,
-                raw_body,
-            });
-            Some(reply)
+            Some(
+                next_reply(&state, first.as_deref())
+                    .unwrap_or_else(|| Reply::error(500, "the mock's script is exhausted", &[])),
+            )
         }
     };
+    // A scripted mock records every request, refused ones too (a test checks what was sent); a
+    // responding mock is as strict, but keeps no record: it serves benchmarks of thousands of
+    // calls.
+    if state.responder.0.is_none() {
+        state.requests.lock().unwrap().push(Recorded {
+            method,
+            path,
+            headers,
+            body,
+            raw_body,
+        });
+    }
     let reply = match (checked, scripted) {
         (Err(refusal), _) => refusal,
         (Ok(()), Some(reply)) => {
