@@ -62,3 +62,35 @@ async fn a_protected_path_created_by_one_call_is_read_only_for_the_next() {
         second.lockdown.protected
     );
 }
+
+/// A protected file replaced by a rename outside the worker's namespace (git writes its config
+/// through `config.lock`) takes the read-only mount with it in a worker that waits: the pool
+/// sees the file is another one than the worker mounted and serves the call with a fresh worker.
+#[tokio::test]
+async fn a_protected_file_replaced_by_a_rename_after_lockdown_is_protected_for_the_call() {
+    let f = Dirs::new("pool-renamed");
+    std::fs::create_dir_all(f.ws.join(".git/hooks")).unwrap();
+    std::fs::write(f.ws.join(".git/config"), "[core]\n").unwrap();
+    let pool = WorkerPool::new(worker(), f.spec(), 1);
+    pool.warm_up();
+    pool.settled().await;
+    assert_eq!(pool.ready(), 1);
+    // As git does: a new file renamed over the protected one, after the worker mounted it.
+    std::fs::write(f.ws.join(".git/config.lock"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::rename(f.ws.join(".git/config.lock"), f.ws.join(".git/config")).unwrap();
+    let call = pool
+        .run(
+            bash("echo '[core] hooksPath = x' >> .git/config; echo done"),
+            None,
+            |_| {},
+        )
+        .await
+        .unwrap();
+    assert!(call.content.contains("done"), "{call:?}");
+    assert!(call.content.contains("Read-only file system"), "{call:?}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n",
+        "{call:?}"
+    );
+}

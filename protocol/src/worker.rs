@@ -359,6 +359,12 @@ pub struct LockdownReport {
     /// The protected paths that existed and were made read-only for this call.
     #[serde(default)]
     pub protected: Vec<PathBuf>,
+    /// Device and inode of each of `protected` as mounted, in the same order. A file replaced
+    /// by a rename outside the call's mount namespace (`git` writes its config by renaming a lock
+    /// file over it) takes its read-only mount in the namespace with it, so the supervisor
+    /// compares these with the paths as they are before it gives a waiting worker a call.
+    #[serde(default)]
+    pub protected_ids: Vec<(u64, u64)>,
     /// The uid the tool runs as.
     pub uid: u32,
     /// The gid the tool runs as.

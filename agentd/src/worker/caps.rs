@@ -226,6 +226,7 @@ mod tests {
             mount_namespace: true,
             ipc_namespace: true,
             protected: vec![],
+            protected_ids: vec![],
             uid: 0,
             gid: 0,
             warnings: vec![],

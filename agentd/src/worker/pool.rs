@@ -111,8 +111,20 @@ impl Warm {
         if self.basis.workspace.is_none() || self.basis.workspace != now.workspace {
             return Some(Stale::WorkspaceReplaced);
         }
-        let protected = &self.worker.lockdown().protected;
-        if protected_now.iter().any(|p| !protected.contains(p)) {
+        let report = self.worker.lockdown();
+        if protected_now.iter().any(|p| !report.protected.contains(p)) {
+            return Some(Stale::Unprotected);
+        }
+        // A protected file replaced by a rename since the worker mounted it (a `git init` of an
+        // earlier call still writing its config while this worker locked down) left the
+        // worker's namespace without that read-only mount: the path there is the new, writable
+        // file.
+        let replaced = report
+            .protected
+            .iter()
+            .zip(&report.protected_ids)
+            .any(|(p, id)| std::fs::metadata(p).map_or(true, |m| (m.dev(), m.ino()) != *id));
+        if replaced {
             return Some(Stale::Unprotected);
         }
         None

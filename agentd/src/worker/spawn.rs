@@ -313,6 +313,7 @@ async fn lock_down(
         mount_namespace: false,
         ipc_namespace: false,
         protected: vec![],
+        protected_ids: vec![],
         uid: 0,
         gid: 0,
         warnings: vec![],

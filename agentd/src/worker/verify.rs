@@ -289,6 +289,7 @@ mod tests {
             mount_namespace: true,
             ipc_namespace: true,
             protected: vec![],
+            protected_ids: vec![],
             uid: 1000,
             gid: 1000,
             warnings: vec![],

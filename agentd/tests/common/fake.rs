@@ -27,6 +27,7 @@ pub fn honest_report() -> LockdownReport {
         mount_namespace: true,
         ipc_namespace: true,
         protected: vec![],
+        protected_ids: vec![],
         uid: nix::unistd::getuid().as_raw(),
         gid: nix::unistd::getgid().as_raw(),
         warnings: vec![],

@@ -206,6 +206,7 @@ pub fn lockdown() -> LockdownReport {
         mount_namespace: true,
         ipc_namespace: true,
         protected: vec!["/home/ana/project/.git/hooks".into()],
+        protected_ids: vec![(2049, 393_221)],
         uid: 1000,
         gid: 1000,
         warnings: vec![],

@@ -122,7 +122,15 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
     if will_be_root {
         warnings.push("the tool runs as uid 0 (capabilities cleared): processes are bounded only by a pids cgroup, if any".into());
     }
+    let protected_ids = protected
+        .iter()
+        .map(|p| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(p).map_or((0, 0), |m| (m.dev(), m.ino()))
+        })
+        .collect();
     Ok(LockdownReport {
+        protected_ids,
         landlock_abi: abi,
         landlock,
         seccomp: true,
