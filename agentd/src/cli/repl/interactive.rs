@@ -15,6 +15,17 @@ use protocol::verdict::ApprovalDecision;
 use std::path::PathBuf;
 use tokio::signal::unix::{Signal, SignalKind};
 
+/// A change to the running session a slash command asks for.
+#[derive(Debug, Clone, Copy)]
+enum Change<'a> {
+    /// `/compact`.
+    Compact,
+    /// `/approval MODE`.
+    Approval(protocol::verdict::ApprovalMode),
+    /// `/model NAME`.
+    Model(&'a str),
+}
+
 /// The prompt of the input line.
 const PROMPT: &str = "› ";
 
@@ -249,7 +260,7 @@ impl<L: SessionLink> Repl<L> {
                 let line = format!("model: {}", inert(&self.link.model()));
                 self.render.line(&line);
             }
-            Slash::Model(Some(name)) => self.set_model(&name),
+            Slash::Model(Some(name)) => self.change(Change::Model(&name)),
             Slash::Approval(None) => {
                 let line = format!("approval mode: {}", slash::mode_name(self.link.approval()));
                 self.render.line(&line);
@@ -268,40 +279,37 @@ impl<L: SessionLink> Repl<L> {
     fn compact(&mut self) {
         self.render
             .note("compacting the history (one model call to summarise it)…");
-        let (link, render) = (&mut self.link, &mut self.render);
-        let done = self.runtime.block_on(async {
-            link.compact().await?;
-            turn::settle(link, render, |e| matches!(e, Event::ContextCompacted(_))).await;
-            Ok::<_, super::link::LinkError>(())
-        });
-        if let Err(e) = done {
-            self.render.error(&e.to_string());
-        }
+        self.change(Change::Compact);
     }
 
     /// Changes the approval mode to the one `name` names; an unknown one is refused here.
     fn set_approval(&mut self, name: &str) {
-        let mode = match slash::mode(name) {
-            Ok(mode) => mode,
-            Err(why) => return self.render.error(&why),
-        };
-        let (link, render) = (&mut self.link, &mut self.render);
-        let done = self.runtime.block_on(async {
-            link.set_approval(mode).await?;
-            turn::settle(link, render, |e| matches!(e, Event::ApprovalModeChanged(_))).await;
-            Ok::<_, super::link::LinkError>(())
-        });
-        if let Err(e) = done {
-            self.render.error(&e.to_string());
+        match slash::mode(name) {
+            Ok(mode) => self.change(Change::Approval(mode)),
+            Err(why) => self.render.error(&why),
         }
     }
 
-    /// Switches the model to `name` (the same provider).
-    fn set_model(&mut self, name: &str) {
+    /// Asks the session for `change` and shows its events up to the one the change ends with
+    /// (`context_compacted`, `approval_mode_changed`, `model_changed`), or why it was refused.
+    fn change(&mut self, change: Change<'_>) {
         let (link, render) = (&mut self.link, &mut self.render);
         let done = self.runtime.block_on(async {
-            link.set_model(name).await?;
-            turn::settle(link, render, |e| matches!(e, Event::ModelChanged(_))).await;
+            let ends: fn(&Event) -> bool = match change {
+                Change::Compact => {
+                    link.compact().await?;
+                    |e| matches!(e, Event::ContextCompacted(_))
+                }
+                Change::Approval(mode) => {
+                    link.set_approval(mode).await?;
+                    |e| matches!(e, Event::ApprovalModeChanged(_))
+                }
+                Change::Model(name) => {
+                    link.set_model(name).await?;
+                    |e| matches!(e, Event::ModelChanged(_))
+                }
+            };
+            turn::settle(link, render, ends).await;
             Ok::<_, super::link::LinkError>(())
         });
         if let Err(e) = done {
