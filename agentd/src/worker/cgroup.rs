@@ -302,17 +302,26 @@ impl Drop for CallGroup {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_emptied_group_serves_the_next_call_with_the_same_limits_and_is_removed_at_release() {
+    /// This machine's layout and a new group with these limits; `None` (said) where there is no
+    /// cgroup layout to use.
+    fn group(procs: u64, memory: u64) -> Option<(Layout, CallGroup)> {
         let layout = Layout::detect();
         if layout == Layout::Unavailable {
             eprintln!("skipped: no cgroup layout here (not root?)");
-            return;
+            return None;
         }
+        let Ok(Some(group)) = CallGroup::create(layout, procs, memory) else {
+            panic!("cannot create a call cgroup as root");
+        };
+        Some((layout, group))
+    }
+
+    #[test]
+    fn an_emptied_group_serves_the_next_call_with_the_same_limits_and_is_removed_at_release() {
         // Limits no other test asks for, so no other test takes this spare.
         let (procs, memory) = (4242, 424_242_424);
-        let Ok(Some(first)) = CallGroup::create(layout, procs, memory) else {
-            panic!("cannot create a call cgroup as root");
+        let Some((layout, first)) = group(procs, memory) else {
+            return;
         };
         let dirs = first.dirs.clone();
         drop(first);
@@ -333,14 +342,8 @@ mod tests {
     #[test]
     fn a_group_left_charged_with_memory_is_removed_not_kept() {
         use std::io::Write as _;
-        let layout = Layout::detect();
-        if layout == Layout::Unavailable {
-            eprintln!("skipped: no cgroup layout here (not root?)");
+        let Some((_, group)) = group(4343, 434_343_434) else {
             return;
-        }
-        let (procs, memory) = (4343, 434_343_434);
-        let Ok(Some(group)) = CallGroup::create(layout, procs, memory) else {
-            panic!("cannot create a call cgroup as root");
         };
         if !group
             .dirs

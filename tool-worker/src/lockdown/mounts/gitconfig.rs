@@ -45,11 +45,16 @@ pub struct Bounded {
 /// `InvalidData` for text that is not UTF-8, else the open's own error (`NotFound`, `ELOOP` for
 /// a symlink).
 pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Bounded> {
-    let file = std::fs::OpenOptions::new()
+    read_opened_capped(open_unsteered(path)?, max)
+}
+
+/// `path` opened for reading without following a symlink in its last component, waiting on a
+/// FIFO or taking a terminal: what every read of a file the model may have written starts with.
+fn open_unsteered(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    read_opened_capped(file, max)
+        .open(path)
 }
 
 fn read_opened_capped(file: std::fs::File, max: u64) -> std::io::Result<Bounded> {
@@ -273,11 +278,7 @@ impl Scan {
         if depth > MAX_INCLUDE_DEPTH || self.seen.len() >= MAX_CONFIG_FILES {
             return;
         }
-        let Ok(opened) = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(file)
-        else {
+        let Ok(opened) = open_unsteered(file) else {
             return;
         };
         let Ok(meta) = opened.metadata() else {

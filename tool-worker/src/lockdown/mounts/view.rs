@@ -62,17 +62,12 @@ pub fn protected_names(spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
 /// The existing paths under `root` that are protected: the spec's patterns, and where git
 /// takes config and hooks from besides ([`super::gitconfig::redirects`]). Symlinks not resolved.
 fn found_in<'a>(spec: &'a SandboxSpec, root: &'a Path) -> impl Iterator<Item = PathBuf> + 'a {
+    let home = env_path(spec, "HOME");
+    let globals = super::gitconfig::user_configs(home, env_path(spec, "XDG_CONFIG_HOME"));
     spec.protected_paths
         .iter()
         .flat_map(move |pattern| expand(root, pattern))
-        .chain(super::gitconfig::redirects(
-            root,
-            &super::gitconfig::user_configs(
-                env_path(spec, "HOME"),
-                env_path(spec, "XDG_CONFIG_HOME"),
-            ),
-            env_path(spec, "HOME"),
-        ))
+        .chain(super::gitconfig::redirects(root, &globals, home))
 }
 
 /// The value of `name` in the tools' environment, as a path.
