@@ -258,6 +258,35 @@ pub struct Run {
     pub code: i32,
 }
 
+/// `agentd sandbox --workspace WORKSPACE [args] -- command` as `who`, its stdin closed.
+pub fn sandbox_command(
+    who: As,
+    workspace: &Path,
+    args: &[&str],
+    command: &str,
+    env: &[(&str, &str)],
+) -> Command {
+    let mut cmd = agentd_command(who, env);
+    cmd.arg("sandbox")
+        .arg("--workspace")
+        .arg(workspace)
+        .args(args)
+        .arg("--")
+        .arg(command)
+        .stdin(Stdio::null());
+    cmd
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        Run {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: out.status.code().unwrap_or(-1),
+        }
+    }
+}
+
 /// Runs `agentd sandbox [args] -- command` in `workspace` as `who`.
 pub fn sandbox(
     who: As,
@@ -266,21 +295,45 @@ pub fn sandbox(
     command: &str,
     env: &[(&str, &str)],
 ) -> Run {
-    let out: Output = agentd_command(who, env)
-        .arg("sandbox")
-        .arg("--workspace")
-        .arg(workspace)
-        .args(args)
-        .arg("--")
-        .arg(command)
-        .stdin(Stdio::null())
-        .output()
+    Run::from(
+        sandbox_command(who, workspace, args, command, env)
+            .output()
+            .unwrap(),
+    )
+}
+
+/// [`sandbox`], killed (and the test failed) if it outlives `limit`: a sandbox that never
+/// returns must fail the suite, not hang it.
+pub fn sandbox_within(
+    who: As,
+    workspace: &Path,
+    args: &[&str],
+    command: &str,
+    limit: std::time::Duration,
+    env: &[(&str, &str)],
+) -> Run {
+    let mut child = sandbox_command(who, workspace, args, command, env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code().unwrap_or(-1),
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`{command}` still ran after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    Run::from(child.wait_with_output().unwrap())
+}
+
+/// What the user runs later, outside the sandbox: `git status` in `dir` as `who`; whether
+/// `marker`, which code planted by a call would create, appeared.
+pub fn later_git_status_runs_planted_code(dir: &Path, who: As, marker: &Path) -> bool {
+    let _ = std::panic::catch_unwind(|| host_git(dir, who, &["status", "--short"]));
+    marker.exists()
 }
 
 /// Compiles the escape probe (tests/probe/probe.c) once and returns its path.

@@ -210,10 +210,7 @@ fn never_denies_without_asking_and_the_mode_and_model_survive_a_restart() {
     let _d = Daemon::start(&place, &mock.url());
     rt.block_on(async {
         let mut b = Client::connect(&place.socket, Encoding::Bincode).await;
-        let resume = Request::ResumeSession(ResumeSession {
-            session: id.clone(),
-        });
-        assert_eq!(b.ask(resume).await, ResponseBody::Ok);
+        b.resume(&id).await;
         let replayed = b.attach(&id, None).await;
         for _ in 0..replayed {
             b.event().await;

@@ -81,12 +81,7 @@ fn a_read_only_session_writes_nothing_offers_no_writers_and_stays_so_after_a_res
     rt.block_on(async {
         let mut c = Client::connect(&place.socket, Encoding::Json).await;
         for id in [&read_only, &writable] {
-            let resumed = c
-                .ask(Request::ResumeSession(ResumeSession {
-                    session: id.clone(),
-                }))
-                .await;
-            assert_eq!(resumed, ResponseBody::Ok);
+            c.resume(id).await;
         }
         c.attach(&read_only, None).await;
         c.until_turn_finished().await; // the first turn, replayed

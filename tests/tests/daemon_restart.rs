@@ -61,10 +61,7 @@ fn allow_always_lasts_for_the_session_across_a_restart() {
     let _d = Daemon::start(&place, &mock.url());
     rt.block_on(async {
         let mut b = Client::connect(&place.socket, Encoding::Bincode).await;
-        let resume = Request::ResumeSession(ResumeSession {
-            session: id.clone(),
-        });
-        assert_eq!(b.ask(resume).await, ResponseBody::Ok);
+        b.resume(&id).await;
         b.attach(&id, Some(last)).await;
         b.send(&id, "once more").await;
         // Attached and never answering: the ask is settled by what was allowed always.
@@ -139,10 +136,7 @@ fn past_the_grace_period_sigterm_interrupts_the_step_and_the_session_resumes_fro
     let _d = Daemon::start(&place, &mock.url());
     rt.block_on(async {
         let mut b = Client::connect(&place.socket, Encoding::Json).await;
-        let resume = Request::ResumeSession(ResumeSession {
-            session: id.clone(),
-        });
-        assert_eq!(b.ask(resume).await, ResponseBody::Ok);
+        b.resume(&id).await;
         b.attach(&id, Some(last)).await;
         b.send(&id, "go on").await;
         let events = b.until_turn_finished().await;

@@ -6,16 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::both;
-use agentd_e2e::{As, Dir, GIT, give, host_git, repo, sandbox};
-use std::path::Path;
+use agentd_e2e::{Dir, GIT, give, host_git, later_git_status_runs_planted_code, repo, sandbox};
 use std::time::{Duration, Instant};
-
-/// What the user runs later, outside the sandbox: `git status` in `dir` as `who`, with a
-/// marker file the planted code would create; whether the marker appeared.
-fn later_git_status_runs_planted_code(dir: &Path, who: As, marker: &Path) -> bool {
-    let _ = std::panic::catch_unwind(|| host_git(dir, who, &["status", "--short"]));
-    marker.exists()
-}
 
 both!(code_cannot_be_planted_in_git_hooks_or_config, |who| {
     let ws = repo("hooks", who);

@@ -8,59 +8,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::both;
-use agentd_e2e::{As, Dir, GIT, Run, agentd_command, give, host_git, repo};
+use agentd_e2e::{Dir, GIT, give, later_git_status_runs_planted_code, repo, sandbox_within};
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
-/// `agentd sandbox` in `ws`, killed (and the test failed) if it outlives `limit`: a scan that
-/// never ends must fail the suite, not hang it.
-fn sandbox_within(who: As, ws: &Path, args: &[&str], command: &str, limit: Duration) -> Run {
-    sandbox_with_env(who, ws, args, command, limit, &[])
-}
-
-fn sandbox_with_env(
-    who: As,
-    ws: &Path,
-    args: &[&str],
-    command: &str,
-    limit: Duration,
-    env: &[(&str, &str)],
-) -> Run {
-    let mut child = agentd_command(who, env)
-        .arg("sandbox")
-        .arg("--workspace")
-        .arg(ws)
-        .args(args)
-        .arg("--")
-        .arg(command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`{command}` still ran after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code().unwrap_or(-1),
-    }
-}
-
-/// Whether the user's later `git status` in `dir` creates `marker` (planted code ran).
-fn later_git_status_runs(dir: &Path, who: As, marker: &Path) -> bool {
-    let _ = std::panic::catch_unwind(|| host_git(dir, who, &["status", "--short"]));
-    marker.exists()
-}
+use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -73,9 +23,9 @@ both!(
                 "for i in $(seq 40); do printf '[include]\\n\\tpath = {name}\\n'; done > {target}; echo written",
                 name = Path::new(target).file_name().unwrap().to_string_lossy()
             );
-            let run = sandbox_within(who, &ws.0, &["--timeout", "5"], &bomb, LIMIT);
+            let run = sandbox_within(who, &ws.0, &["--timeout", "5"], &bomb, LIMIT, &[]);
             assert!(run.stdout.contains("written"), "{run:?}");
-            let next = sandbox_within(who, &ws.0, &[], "echo hello", LIMIT);
+            let next = sandbox_within(who, &ws.0, &[], "echo hello", LIMIT, &[]);
             assert_eq!(next.code, 0, "{next:?}");
             assert!(next.stdout.contains("hello"), "{next:?}");
         }
@@ -96,10 +46,14 @@ both!(
                 m = marker.display()
             ),
             LIMIT,
+            &[],
         );
         assert!(run.stdout.contains("planted"), "{run:?}");
         assert!(!ws.0.join("config").exists(), "moved aside: {run:?}");
-        assert!(!later_git_status_runs(&ws.0, who, &marker), "{run:?}");
+        assert!(
+            !later_git_status_runs_planted_code(&ws.0, who, &marker),
+            "{run:?}"
+        );
         let _ = std::fs::remove_file(&marker);
     }
 );
@@ -119,13 +73,17 @@ both!(
                     m = marker.display()
                 ),
                 LIMIT,
+                &[],
             );
             assert!(run.stdout.contains("planted"), "{run:?}");
             assert!(
                 run.stdout.contains(&format!(".git/modules/{name}/config")),
                 "the note names it: {run:?}"
             );
-            assert!(!later_git_status_runs(&ws.0, who, &marker), "{run:?}");
+            assert!(
+                !later_git_status_runs_planted_code(&ws.0, who, &marker),
+                "{run:?}"
+            );
             let _ = std::fs::remove_file(&marker);
         }
     }
@@ -145,7 +103,7 @@ both!(
             "echo evil > docs/notes/hooks/pre-commit",
             "echo 'gitdir: ../elsewhere' > lib/.git",
         ] {
-            let run = sandbox_within(who, &ws.0, &[], attempt, LIMIT);
+            let run = sandbox_within(who, &ws.0, &[], attempt, LIMIT, &[]);
             assert_ne!(run.code, 0, "`{attempt}` succeeded: {run:?}");
         }
         assert_eq!(
@@ -153,7 +111,7 @@ both!(
             "[core]\n"
         );
         // The rest of that directory is the workspace's, writable as ever.
-        let run = sandbox_within(who, &ws.0, &[], "echo ok > docs/notes/README", LIMIT);
+        let run = sandbox_within(who, &ws.0, &[], "echo ok > docs/notes/README", LIMIT, &[]);
         assert_eq!(run.code, 0, "{run:?}");
     }
 );
@@ -163,7 +121,7 @@ both!(a_directory_name_cannot_forge_a_line_of_the_report, |who| {
     let forged = "A\nwarning: all clear";
     std::fs::create_dir_all(ws.0.join(forged).join(".git/hooks")).unwrap();
     give(&ws.0, who);
-    let run = sandbox_within(who, &ws.0, &["--verbose"], "echo hi", LIMIT);
+    let run = sandbox_within(who, &ws.0, &["--verbose"], "echo hi", LIMIT, &[]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stderr.contains("A\\x0awarning: all clear/.git/hooks"),
@@ -192,7 +150,7 @@ both!(
         let env = [("HOME", home_text.as_str())];
         let ws = repo("global-hooks", who);
         // Not there yet: a call that makes it has it moved aside after the call.
-        let run = sandbox_with_env(
+        let run = sandbox_within(
             who,
             &ws.0,
             &[],
@@ -210,7 +168,7 @@ both!(
         std::fs::create_dir_all(ws.0.join(".githooks")).unwrap();
         std::fs::write(ws.0.join(".githooks/pre-commit"), "#!/bin/sh\n").unwrap();
         give(&ws.0, who);
-        let run = sandbox_with_env(
+        let run = sandbox_within(
             who,
             &ws.0,
             &[],
@@ -224,7 +182,7 @@ both!(
             "#!/bin/sh\n"
         );
         // Everything else in the workspace is writable as ever.
-        let run = sandbox_with_env(who, &ws.0, &[], "echo ok > notes.txt", LIMIT, &env);
+        let run = sandbox_within(who, &ws.0, &[], "echo ok > notes.txt", LIMIT, &env);
         assert_eq!(run.code, 0, "{run:?}");
     }
 );
@@ -253,7 +211,7 @@ both!(
             .chain([".mcp.json", "proj.code-workspace"])
         {
             let attempt = format!("echo '{{\"hooks\": \"touch /tmp/pwned\"}}' > {file}");
-            let run = sandbox_within(who, &ws.0, &[], &attempt, LIMIT);
+            let run = sandbox_within(who, &ws.0, &[], &attempt, LIMIT, &[]);
             assert_ne!(run.code, 0, "`{attempt}` succeeded: {run:?}");
             assert_eq!(std::fs::read_to_string(ws.0.join(file)).unwrap(), "{}\n");
         }
@@ -264,6 +222,7 @@ both!(
             &[],
             "echo '{}' > other.code-workspace && mkdir -p sub && echo ok > sub/kept.txt",
             LIMIT,
+            &[],
         );
         assert_eq!(run.code, 0, "{run:?}");
         assert!(!ws.0.join("other.code-workspace").exists(), "{run:?}");

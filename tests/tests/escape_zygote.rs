@@ -18,7 +18,7 @@ mod daemon;
 
 use agentd_e2e::{
     As, Dir, Run, agentd_command, binary_for, both, command_for, give, home_of, processes_with,
-    sandbox, test_user, unique,
+    sandbox, sandbox_command, test_user, unique,
 };
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -380,15 +380,7 @@ both!(
 
 /// Starts `agentd sandbox` on `command` and SIGKILLs it once `marker` runs; returns the run.
 fn kill_the_supervisor_mid_call(who: As, ws: &Path, command: &str, marker: &str) {
-    let mut child = agentd_command(who, &[])
-        .arg("sandbox")
-        .arg("--workspace")
-        .arg(ws)
-        .arg("--timeout")
-        .arg("120")
-        .arg("--")
-        .arg(command)
-        .stdin(Stdio::null())
+    let mut child = sandbox_command(who, ws, &["--timeout", "120"], command, &[])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

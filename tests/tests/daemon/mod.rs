@@ -244,6 +244,14 @@ impl Client {
         }
     }
 
+    /// Loads the stored `session` again (`resume_session`), which must be taken.
+    pub async fn resume(&mut self, session: &SessionId) {
+        let request = Request::ResumeSession(ResumeSession {
+            session: session.clone(),
+        });
+        assert_eq!(self.ask(request).await, ResponseBody::Ok, "resume_session");
+    }
+
     /// Sends `text` to `session`; the answer.
     pub async fn send(&mut self, session: &SessionId, text: &str) -> ResponseBody {
         self.ask(Request::SendMessage(SendMessage {
