@@ -87,7 +87,7 @@ impl Agent {
         cut: usize,
         usage: &mut TokenUsage,
     ) -> Result<String, CallFailed> {
-        let older = &self.messages[self.first_kept()..cut];
+        let older = &self.messages[fit::after_system(&self.messages)..cut];
         let request = compact::summary_request(&self.model, older);
         let response = self.provider.complete(&request, &mut |_: &str| {}).await?;
         usage.add(response.usage);
@@ -97,7 +97,7 @@ impl Agent {
     /// Replaces the messages before `cut` by `summary`, and emits the `context_compacted` that
     /// says so (resume replays the same cut from its count).
     fn apply_summary(&mut self, cut: usize, before: u64, summary: String) -> ContextCompacted {
-        let summarised = cut - self.first_kept();
+        let summarised = cut - fit::after_system(&self.messages);
         self.messages = compact::apply(&self.messages, cut, &summary);
         self.reported = None;
         let done = ContextCompacted {
@@ -109,14 +109,5 @@ impl Agent {
         };
         (self.emit)(Event::ContextCompacted(done.clone()));
         done
-    }
-
-    /// The index of the first message a compaction may summarise: after the system prompt.
-    fn first_kept(&self) -> usize {
-        usize::from(
-            self.messages
-                .first()
-                .is_some_and(|m| m.role == crate::providers::model::Role::System),
-        )
     }
 }

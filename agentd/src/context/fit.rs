@@ -191,13 +191,18 @@ pub fn compaction_cut(messages: &[Message], window: &Window) -> Option<usize> {
     })
 }
 
+/// The index of the first message after the system prompt: where a summary may begin.
+pub fn after_system(messages: &[Message]) -> usize {
+    usize::from(messages.first().is_some_and(|m| m.role == Role::System))
+}
+
 /// Where a compaction the user asked for cuts: before the newest user message — the newest
 /// turn stays word for word — when that is safe, fits in `keep_recent` of the window and leaves
 /// at least two messages to summarise; else where an automatic one would ([`compaction_cut`]).
 /// `None` when fewer than two messages after the system prompt would be summarised: a summary
 /// of one message saves nothing.
 pub fn on_demand_cut(messages: &[Message], window: &Window) -> Option<usize> {
-    let first = usize::from(messages.first().is_some_and(|m| m.role == Role::System));
+    let first = after_system(messages);
     let enough = |cut: &usize| *cut >= first + 2;
     let budget = (window.tokens as f64 * window.keep_recent) as u64;
     let newest_user = messages.iter().rposition(|m| m.role == Role::User)?;
