@@ -258,6 +258,10 @@ pub fn serve(parent: Option<i32>) -> i32 {
         return crate::EXIT_FAILED;
     };
     let mut preparer = Preparer::prepare();
+    // Compiled once here, inherited by every worker forked for a call.
+    crate::lockdown::mounts::name_glob::prepare(
+        protocol::worker::DEFAULT_PROTECTED_PATHS.iter().copied(),
+    );
     preparer.install_early_seccomp();
     let mut children: Vec<Child> = Vec::new();
     loop {

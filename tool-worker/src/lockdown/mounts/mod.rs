@@ -7,6 +7,7 @@
 
 pub mod gitconfig;
 pub mod kernel;
+pub mod name_glob;
 pub mod plan;
 pub mod view;
 

@@ -313,11 +313,10 @@ pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
             for dir in &found {
                 descendants(dir, 0, &mut next, &mut whole);
             }
-        } else if name.contains(['*', '?', '[']) {
-            let Ok(glob) = globset::Glob::new(&name) else {
+        } else if super::name_glob::is_glob(&name) {
+            let Some(matcher) = super::name_glob::matcher(&name) else {
                 return Vec::new();
             };
-            let matcher = glob.compile_matcher();
             for dir in &found {
                 let Ok(entries) = std::fs::read_dir(dir) else {
                     continue;
