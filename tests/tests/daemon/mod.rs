@@ -60,7 +60,19 @@ pub struct Daemon {
 }
 
 impl Drop for Daemon {
+    /// SIGTERM, as systemd stops it, so that it removes what it made (the sessions' temp
+    /// roots under /tmp); SIGKILL if it has not exited within a few seconds.
     fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        if nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).is_ok() {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(5) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
