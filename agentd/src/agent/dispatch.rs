@@ -200,6 +200,28 @@ impl Dispatcher {
         deadline: Option<Instant>,
         emit: &Emit,
     ) -> Outcome {
+        let request = match self.request_for(call, cut_off, emit) {
+            Ok(request) => request,
+            Err(refused) => return refused,
+        };
+        // Read once: the call is rated and acted on under one mode.
+        let mode = self.mode.get();
+        let decision = self.decide(&request, mode);
+        emit(started(call, decision.verdict, &decision.reason));
+        if let Some(refused) = self.gate(call, &decision, mode, emit).await {
+            return refused;
+        }
+        self.run_in_worker(call, request, deadline, emit).await
+    }
+
+    /// The worker request of `call`, or the refusal of a call that names no tool of this
+    /// session or whose arguments do not make one.
+    fn request_for(
+        &self,
+        call: &ToolCall,
+        cut_off: bool,
+        emit: &Emit,
+    ) -> Result<ToolRequest, Outcome> {
         if !cut_off && tools::specs().iter().all(|t| t.name != call.name) {
             // Named with the tools this session offers, not every tool there is.
             let names: Vec<String> = self.offered().into_iter().map(|t| t.name).collect();
@@ -209,61 +231,55 @@ impl Dispatcher {
                 call.name,
                 names.join(", ")
             );
-            return refuse(ToolStatus::Error, message);
+            return Err(refuse(ToolStatus::Error, message));
         }
-        let request = match request_of(call, cut_off) {
-            Ok(r) => r,
-            Err((why, message)) => {
-                emit(started(call, Verdict::Deny, why));
-                return refuse(ToolStatus::Error, message);
-            }
-        };
+        request_of(call, cut_off).map_err(|(why, message)| {
+            emit(started(call, Verdict::Deny, why));
+            refuse(ToolStatus::Error, message)
+        })
+    }
+
+    /// The policy's rating of `request` under `mode`.
+    fn decide(&self, request: &ToolRequest, mode: ApprovalMode) -> policy::Decision {
         let ctx = Context {
             workspace: &self.workers.sandbox().workspace,
             home: self.home.as_deref(),
         };
-        // Read once: the call is rated and acted on under one mode.
-        let mode = self.mode.get();
-        let decision = match mode {
+        match mode {
             ApprovalMode::SkipPermissions => {
                 policy::Decision::allow("permissions skipped by --dangerously-skip-permissions")
             }
-            _ if self.reads_own_spill(&request) => {
+            _ if self.reads_own_spill(request) => {
                 policy::Decision::allow("reading this session's own spilled output")
             }
-            _ => self.policy.current().check_tool(&request, &ctx),
-        };
-        emit(started(call, decision.verdict, &decision.reason));
-        match policy::action(decision.verdict, mode) {
-            Action::Run => {}
-            Action::Refuse if decision.verdict == Verdict::Deny => {
-                return refuse(
-                    ToolStatus::Denied,
-                    format!(
-                        "Blocked by policy: {}. Do not retry this; find another way or ask the user.",
-                        decision.reason
-                    ),
-                );
-            }
-            Action::Refuse => {
-                return refuse(
-                    ToolStatus::Denied,
-                    format!(
-                        "Refused: this call needs approval ({}) and approval mode `never` refuses instead of asking.",
-                        decision.reason
-                    ),
-                );
-            }
-            Action::Ask if !self.approver.can_ask() => {
-                // No one to ask in this session: ask is treated as deny, and the model is told so.
-                return refuse(
-                    ToolStatus::Denied,
-                    format!(
-                        "Refused: this call needs approval ({}) but there is no one to ask in this session.",
-                        decision.reason
-                    ),
-                );
-            }
+            _ => self.policy.current().check_tool(request, &ctx),
+        }
+    }
+
+    /// Acts on `decision` under `mode`: `None` if the call may run (asking first where it
+    /// says ask), else the refusal the model gets.
+    async fn gate(
+        &self,
+        call: &ToolCall,
+        decision: &policy::Decision,
+        mode: ApprovalMode,
+        emit: &Emit,
+    ) -> Option<Outcome> {
+        let refusal = match policy::action(decision.verdict, mode) {
+            Action::Run => return None,
+            Action::Refuse if decision.verdict == Verdict::Deny => format!(
+                "Blocked by policy: {}. Do not retry this; find another way or ask the user.",
+                decision.reason
+            ),
+            Action::Refuse => format!(
+                "Refused: this call needs approval ({}) and approval mode `never` refuses instead of asking.",
+                decision.reason
+            ),
+            // No one to ask in this session: ask is treated as deny, and the model is told so.
+            Action::Ask if !self.approver.can_ask() => format!(
+                "Refused: this call needs approval ({}) but there is no one to ask in this session.",
+                decision.reason
+            ),
             Action::Ask => {
                 let approval = ApprovalId(self.approvals.fetch_add(1, Ordering::Relaxed) + 1);
                 emit(Event::ApprovalRequested(ApprovalRequested {
@@ -273,7 +289,7 @@ impl Dispatcher {
                 }));
                 let (answer, by) = self
                     .approver
-                    .decide(approval, call, &decision)
+                    .decide(approval, call, decision)
                     .await
                     .unwrap_or((ApprovalDecision::Deny, "timeout"));
                 emit(Event::ApprovalResolved(ApprovalResolved {
@@ -281,12 +297,13 @@ impl Dispatcher {
                     decision: answer,
                     by: by.to_owned(),
                 }));
-                if answer == ApprovalDecision::Deny {
-                    return refuse(ToolStatus::Denied, denied(&decision.reason, by));
+                if answer != ApprovalDecision::Deny {
+                    return None;
                 }
+                denied(&decision.reason, by)
             }
-        }
-        self.run_in_worker(call, request, deadline, emit).await
+        };
+        Some(refuse(ToolStatus::Denied, refusal))
     }
 
     /// Runs an allowed call's `request` in a worker; `deadline` caps its time.
