@@ -213,45 +213,14 @@ impl Agent {
                 return self.finish(out, FinishReason::Error, Some(message));
             }
             self.refresh_git().await;
-            let request = self.request();
-            let e = emit.clone();
-            let mut on_text = move |t: &str| {
-                e(Event::AssistantTextDelta(AssistantTextDelta {
-                    text: t.to_owned(),
-                }))
+            let response = match self.ask_model(deadline, &mut out).await {
+                Ok(response) => response,
+                Err(Ended::TimedOut) => return self.timed_out(out),
+                Err(Ended::Interrupted) => return self.interrupted(out),
+                Err(Ended::Failed(message)) => {
+                    return self.finish(out, FinishReason::Error, Some(message));
+                }
             };
-            let call = self.provider.complete(&request, &mut on_text);
-            let limit = deadline.map_or(Duration::MAX, |d| {
-                d.saturating_duration_since(Instant::now())
-            });
-            let interrupt = self.interrupt.clone();
-            let response = tokio::select! {
-                r = tokio::time::timeout(limit, call) => match r {
-                    Ok(r) => r,
-                    Err(_) => return self.timed_out(out),
-                },
-                () = interrupt.triggered() => return self.interrupted(out),
-            };
-            let response = match response {
-                Ok(r) => r,
-                Err(e) => return self.finish(out, FinishReason::Error, Some(e.to_string())),
-            };
-            out.usage.add(response.usage);
-            if response.usage.input_tokens > 0 {
-                self.reported = Some((response.usage.input_tokens, request.messages.len()));
-            }
-            out.final_text = response.text.clone();
-            emit(Event::AssistantMessage(AssistantMessage {
-                text: response.text.clone(),
-                tool_calls: response.tool_calls.clone(),
-                opaque: response
-                    .opaque
-                    .iter()
-                    .filter_map(|o| serde_json::to_string(o).ok())
-                    .collect(),
-            }));
-            // With its provider-opaque fields: the provider checks they come back unchanged.
-            self.messages.push(Message::assistant(&response));
             if response.tool_calls.is_empty() {
                 return self.finish(out, FinishReason::Done, None);
             }
@@ -277,6 +246,49 @@ impl Agent {
             FinishReason::MaxSteps,
             Some(format!("stopped after {steps} steps")),
         )
+    }
+
+    /// One request to the model, its text streamed as it comes, bounded by `deadline` and the
+    /// interrupt; its usage, final text and message recorded in `out` and the history.
+    async fn ask_model(
+        &mut self,
+        deadline: Option<Instant>,
+        out: &mut TurnOutcome,
+    ) -> Result<crate::providers::model::ModelResponse, Ended> {
+        let request = self.request();
+        let e = self.emit.clone();
+        let mut on_text = move |t: &str| {
+            e(Event::AssistantTextDelta(AssistantTextDelta {
+                text: t.to_owned(),
+            }))
+        };
+        let call = self.provider.complete(&request, &mut on_text);
+        let limit = deadline.map_or(Duration::MAX, |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        let interrupt = self.interrupt.clone();
+        let response = tokio::select! {
+            r = tokio::time::timeout(limit, call) => r.map_err(|_| Ended::TimedOut)?,
+            () = interrupt.triggered() => return Err(Ended::Interrupted),
+        };
+        let response = response.map_err(|e| Ended::Failed(e.to_string()))?;
+        out.usage.add(response.usage);
+        if response.usage.input_tokens > 0 {
+            self.reported = Some((response.usage.input_tokens, request.messages.len()));
+        }
+        out.final_text = response.text.clone();
+        (self.emit)(Event::AssistantMessage(AssistantMessage {
+            text: response.text.clone(),
+            tool_calls: response.tool_calls.clone(),
+            opaque: response
+                .opaque
+                .iter()
+                .filter_map(|o| serde_json::to_string(o).ok())
+                .collect(),
+        }));
+        // With its provider-opaque fields: the provider checks they come back unchanged.
+        self.messages.push(Message::assistant(&response));
+        Ok(response)
     }
 
     /// The next request: the history with the reminders (the todo list, the git branch and
@@ -369,6 +381,13 @@ impl Agent {
         }));
         out
     }
+}
+
+/// Why a step's request to the model did not answer.
+enum Ended {
+    TimedOut,
+    Interrupted,
+    Failed(String),
 }
 
 /// The result of a call the interrupt stopped before it finished (its worker went with its
