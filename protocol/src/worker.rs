@@ -101,15 +101,18 @@ pub struct SandboxSpec {
 /// runs or trusts it later: git's hooks and config (`core.hooksPath`, `core.fsmonitor`, aliases),
 /// also of submodules and linked worktrees, the editors' per-project settings and tasks (VS Code,
 /// JetBrains, Zed, a `*.code-workspace`, a dev container's `initializeCommand`, which runs on the
-/// host), and other coding agents' project settings, whose hooks and MCP servers run when the
-/// user starts that agent in the folder (`.claude`, `.cursor`, `.mcp.json`).
+/// host; Helix's language servers; Vim's and Neovim's `exrc` files), and other coding agents'
+/// project settings, whose hooks, MCP servers and test commands run when the user starts that
+/// agent in the folder (Claude Code, Cursor, Gemini CLI, Codex, opencode, Roo, Kiro, Amazon Q,
+/// aider).
 ///
 /// `commondir` and `config.worktree` are on the list because git takes its config and hooks from
 /// them too: a `commondir` naming a directory the call wrote redirects everything. Submodules'
 /// git directories may nest (`.git/modules/vendor/lib`), hence `**`; a repository one level
 /// down (`sub/.git`) is run by the parent's `git status` once it is in the index. Beyond the
-/// list, the worker protects a `.git` that is a file (`gitdir:`) and what it names, and a
-/// `core.hooksPath` inside the workspace.
+/// list, the worker protects a `.git` that is a file (`gitdir:`) and what it names (also a
+/// submodule's deeper down, where `.gitmodules` places it), the directory a `commondir` names,
+/// and a `core.hooksPath` inside the workspace.
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".git/hooks",
     ".git/config",
@@ -125,6 +128,8 @@ pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".git/worktrees/*/commondir",
     "*/.git/hooks",
     "*/.git/config",
+    "*/.git/config.worktree",
+    "*/.git/commondir",
     ".vscode",
     ".idea",
     ".zed",
@@ -133,6 +138,17 @@ pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".mcp.json",
     ".claude",
     ".cursor",
+    ".gemini",
+    ".codex",
+    ".opencode",
+    "opencode.json",
+    ".roo",
+    ".kiro",
+    ".amazonq",
+    ".aider.conf.yml",
+    ".helix",
+    ".nvim.lua",
+    ".exrc",
 ];
 
 /// Resource limits of one call.

@@ -77,12 +77,16 @@ fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// `paths` made absolute and resolved; an error names the flag and the path that does not exist.
+/// `paths` made absolute, symlinks not resolved (the worker refuses one a call could have made:
+/// resolving it here would hand the call its target); an error names the flag and the path
+/// that does not exist.
 fn absolute(paths: &[PathBuf], flag: &str) -> Result<Vec<PathBuf>> {
     paths
         .iter()
         .map(|p| {
-            p.canonicalize()
+            std::path::absolute(p)
+                .ok()
+                .filter(|a| a.exists())
                 .with_context(|| format!("{flag} {}: no such file or directory", p.display()))
         })
         .collect()

@@ -7,6 +7,7 @@
 //! The workspace is the model's: every file here is opened without following a symlink, without
 //! blocking (a FIFO), only if it is a regular file, and read up to a bound.
 
+use super::within::Within;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
@@ -192,58 +193,108 @@ pub fn user_configs(home: Option<&Path>, xdg_config_home: Option<&Path>) -> Vec<
     out
 }
 
+/// What a scan found: the paths that decide where git takes config and hooks from, and the
+/// configs that exist but could not be read (the worker refuses the call rather than guess).
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Existing paths, `..` resolved by name.
+    pub paths: Vec<PathBuf>,
+    /// A config that exists and could not be read, and why.
+    pub unreadable: Vec<(PathBuf, String)>,
+}
+
+/// The names git reads in a git directory for config and hooks.
+const GIT_DIR_NAMES: [&str; 4] = ["hooks", "config", "config.worktree", "commondir"];
+
 /// The paths in `root` that decide where git takes config and hooks from (see the module doc),
 /// with the user's own configs (`globals`, from [`user_configs`]) read too, and `home` to
-/// expand a `~/` in a path they name. Existing paths only, `..` resolved by name; some may lie
-/// outside `root` (the caller keeps those inside a writable root).
-pub fn redirects(root: &Path, globals: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
+/// expand a `~/` in a path they name. Nothing outside `within` is listed or read: a git
+/// directory, include or `.git` file that leads out of the writable roots is not followed
+/// (what is there is read-only to the call already).
+pub fn redirects(root: &Path, globals: &[PathBuf], home: Option<&Path>, within: &Within) -> Found {
     let mut found = Vec::new();
     let mut git_dirs = vec![root.join(".git")];
-    // A `.git` that is a file names the git directory; git reads it at the root and in every
-    // repository one level down (`sub/.git`, a submodule's worktree), as the protected names
-    // `*/.git/config` and `*/.git/hooks` cover the directories there.
-    let mut dot_gits = vec![root.join(".git")];
-    if let Ok(entries) = std::fs::read_dir(root) {
-        dot_gits.extend(
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path().join(".git")),
-        );
-    }
-    for dot_git in dot_gits {
+    for dot_git in dot_gits(root, within) {
         if let Some(target) = gitdir_file(&dot_git) {
             found.push(dot_git);
-            for name in ["hooks", "config", "config.worktree", "commondir"] {
-                found.push(target.join(name));
+            if within.holds_dir(&target) {
+                found.extend(GIT_DIR_NAMES.iter().map(|n| target.join(n)));
+                git_dirs.push(target);
             }
-            git_dirs.push(target);
         }
     }
     // A root shaped like a git directory is where git looks when `.git` is broken (a call can
     // write garbage into `.git/HEAD`), or the repository itself when the workspace is bare.
     if shaped_like_git_dir(root) {
-        for name in ["hooks", "config", "config.worktree", "commondir"] {
-            found.push(root.join(name));
-        }
+        found.extend(GIT_DIR_NAMES.iter().map(|n| root.join(n)));
         git_dirs.push(root.to_path_buf());
     }
+    // A linked worktree's or a submodule's git directory takes its config and hooks from the
+    // directory its `commondir` names (a bare repository beside the worktrees, `.bare`).
+    let mut commons = Vec::new();
+    for dir in &git_dirs {
+        if let Some(common) = commondir(dir).filter(|c| within.holds_dir(c)) {
+            found.extend(GIT_DIR_NAMES.iter().map(|n| common.join(n)));
+            commons.push(common);
+        }
+    }
+    git_dirs.extend(commons);
     let mut scan = Scan {
         home: home.map(Path::to_path_buf),
+        within: within.clone(),
         ..Scan::default()
     };
     for global in globals {
-        scan.config(root, global, 0, &mut found);
+        scan.config(root, global, 0, true, &mut found);
     }
-    for dir in git_dirs {
+    for dir in git_dirs.iter().filter(|d| within.enterable(d)) {
         for config in ["config", "config.worktree"] {
-            scan.config(root, &dir.join(config), 0, &mut found);
+            scan.config(root, &dir.join(config), 0, false, &mut found);
         }
     }
     let mut found: Vec<PathBuf> = found.iter().map(|p| lexical_clean(p)).collect();
-    found.retain(|p| std::fs::symlink_metadata(p).is_ok());
+    found.retain(|p| within.has_entry(p) && std::fs::symlink_metadata(p).is_ok());
     found.sort();
     found.dedup();
-    found
+    Found {
+        paths: found,
+        unreadable: scan.unreadable,
+    }
+}
+
+/// The `.git` entries git reads as a repository's: the root's, every one a level down (`sub/.git`,
+/// as the protected names `*/.git/config` and `*/.git/hooks` cover the directories there), and
+/// each submodule's that the root's `.gitmodules` places deeper (`vendor/lib/.git`).
+fn dot_gits(root: &Path, within: &Within) -> Vec<PathBuf> {
+    let mut out = vec![root.join(".git")];
+    if let Ok(entries) = std::fs::read_dir(root) {
+        out.extend(
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| within.enterable(p))
+                .map(|p| p.join(".git")),
+        );
+    }
+    let gitmodules = read_small(&root.join(".gitmodules")).unwrap_or_default();
+    for entry in parse(&gitmodules) {
+        let rel = Path::new(&entry.value);
+        let plain = rel.components().all(|c| matches!(c, Component::Normal(_)));
+        if entry.section == "submodule" && entry.key == "path" && plain {
+            let dot_git = root.join(rel).join(".git");
+            if within.has_entry(&dot_git) {
+                out.push(dot_git);
+            }
+        }
+    }
+    out
+}
+
+/// The directory `git_dir/commondir` names (relative to `git_dir`), if it names one.
+fn commondir(git_dir: &Path) -> Option<PathBuf> {
+    let text = read_small(&git_dir.join("commondir"))?;
+    let named = text.lines().next()?.trim();
+    (!named.is_empty()).then(|| lexical_clean(&git_dir.join(named)))
 }
 
 /// The git directory a `.git` file at `dot_git` names (`gitdir: PATH`, relative to the file's
@@ -255,7 +306,7 @@ fn gitdir_file(dot_git: &Path) -> Option<PathBuf> {
     let text = read_small(dot_git)?;
     let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?;
     let base = dot_git.parent()?;
-    Some(base.join(target.trim()))
+    Some(lexical_clean(&base.join(target.trim())))
 }
 
 /// What one scan of config files has read so far, to read each once and a bounded number.
@@ -267,30 +318,59 @@ struct Scan {
     entries: usize,
     /// Where a `~/` in a path leads, when known.
     home: Option<PathBuf>,
+    /// Where a config the call may have written may be read.
+    within: Within,
+    /// Configs that exist and could not be read, and why.
+    unreadable: Vec<(PathBuf, String)>,
 }
 
 impl Scan {
     /// `core.hooksPath` and the included files of the config at `file`, and of those,
     /// recursively: each file once, within [`MAX_INCLUDE_DEPTH`], [`MAX_CONFIG_FILES`] and
-    /// [`MAX_ENTRIES`].
-    fn config(&mut self, root: &Path, file: &Path, depth: usize, found: &mut Vec<PathBuf>) {
+    /// [`MAX_ENTRIES`]. `trusted`: the user's own configs and what they include, read wherever
+    /// they are; any other is read only inside the writable roots.
+    fn config(
+        &mut self,
+        root: &Path,
+        file: &Path,
+        depth: usize,
+        trusted: bool,
+        found: &mut Vec<PathBuf>,
+    ) {
         use std::os::unix::fs::MetadataExt;
         if depth > MAX_INCLUDE_DEPTH || self.seen.len() >= MAX_CONFIG_FILES {
             return;
         }
-        let Ok(opened) = open_unsteered(file) else {
+        // A symlinked config is read where it leads, if that is inside.
+        let real = match file.canonicalize() {
+            Ok(real) => real,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => return self.refuse(file, &e.to_string()),
+        };
+        if !trusted && !self.within.holds(&real) {
             return;
+        }
+        let opened = match open_unsteered(&real) {
+            Ok(opened) => opened,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => return self.refuse(file, &e.to_string()),
         };
         let Ok(meta) = opened.metadata() else {
-            return;
+            return self.refuse(file, "cannot stat it");
         };
+        // A FIFO or a device holds no config git could read back (whatever wrote the
+        // workspace is gone): nothing is followed from it, and it is not waited on.
+        if !meta.is_file() {
+            return;
+        }
         if !self.seen.insert((meta.dev(), meta.ino())) {
             return;
         }
-        let Some(text) = read_opened(opened) else {
-            return;
+        let text = match read_bytes_capped(opened, MAX_CONFIG_BYTES) {
+            Ok(text) => text,
+            Err(why) => return self.refuse(file, &why),
         };
-        let dir = file.parent().unwrap_or(root);
+        let dir = real.parent().unwrap_or(root).to_path_buf();
         for mut entry in parse(&text) {
             if let (Some(rest), Some(home)) = (entry.value.strip_prefix("~/"), &self.home) {
                 entry.value = home.join(rest).to_string_lossy().into_owned();
@@ -305,6 +385,9 @@ impl Scan {
             if !(include || hooks) {
                 continue;
             }
+            if entry.value.contains(char::REPLACEMENT_CHARACTER) {
+                return self.refuse(file, "a path in it is not UTF-8");
+            }
             if self.entries >= MAX_ENTRIES {
                 return;
             }
@@ -316,19 +399,38 @@ impl Scan {
                 // Relative to the including file.
                 let included = lexical_clean(&dir.join(&entry.value));
                 found.push(included.clone());
-                self.config(root, &included, depth + 1, found);
+                self.config(root, &included, depth + 1, trusted, found);
             }
         }
     }
+
+    fn refuse(&mut self, file: &Path, why: &str) {
+        self.unreadable.push((file.to_path_buf(), why.to_owned()));
+    }
 }
 
-/// `HEAD` (a file, or a symlink: git takes both), `objects` and `refs` directories (or symlinks
-/// to them): what git accepts as a git directory.
+/// The text of an opened regular file, bytes that are not UTF-8 replaced (a Latin-1 name in a
+/// config is common, and git reads such a file); an error if it is longer than `max`: what git
+/// would read past the cut is unknown.
+fn read_bytes_capped(file: std::fs::File, max: u64) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > max {
+        return Err(format!("longer than {max} bytes"));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// What git accepts as a git directory (`is_git_directory` in its setup.c): a `HEAD` (a file or
+/// a symlink), and `objects` and `refs` that exist — git only checks it can search them, so
+/// files with an execute bit pass — or a `commondir` that names where they are.
 fn shaped_like_git_dir(dir: &Path) -> bool {
+    let exists = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok();
     let head = std::fs::symlink_metadata(dir.join("HEAD"))
         .is_ok_and(|m| m.is_file() || m.file_type().is_symlink());
-    let is_dir = |name: &str| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_dir());
-    head && is_dir("objects") && is_dir("refs")
+    head && ((exists("objects") && exists("refs")) || exists("commondir"))
 }
 
 /// `path` with `.` and `..` components resolved by name alone (no symlink is read).
@@ -421,7 +523,7 @@ mod tests {
         std::fs::write(root.join("shared.cfg"), "[include]\n\tpath = deeper.cfg\n").unwrap();
         std::fs::write(root.join("deeper.cfg"), "[core]\n\thooksPath = .githooks\n").unwrap();
         std::fs::create_dir(root.join(".githooks")).unwrap();
-        let found = redirects(&root, &[], None);
+        let found = redirects(&root, &[], None, &Within::new([root.as_path()])).paths;
         for p in ["shared.cfg", "deeper.cfg", ".githooks"] {
             assert!(found.contains(&root.join(p)), "{p}: {found:?}");
         }
@@ -429,7 +531,11 @@ mod tests {
         std::fs::create_dir_all(root.join("refs")).unwrap();
         std::fs::write(root.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(root.join("config"), "[core]\n").unwrap();
-        assert!(redirects(&root, &[], None).contains(&root.join("config")));
+        assert!(
+            redirects(&root, &[], None, &Within::new([root.as_path()]))
+                .paths
+                .contains(&root.join("config"))
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -448,12 +554,34 @@ mod tests {
         let bomb = "[include]\n\tpath = config.worktree\n[core]\n\thooksPath = .githooks\n";
         std::fs::write(root.join(".git/config.worktree"), bomb.repeat(40)).unwrap();
         std::fs::create_dir(root.join(".githooks")).unwrap();
-        let found = redirects(&root, &[], None);
+        let found = redirects(&root, &[], None, &Within::new([root.as_path()])).paths;
         assert!(found.contains(&root.join(".githooks")), "{found:?}");
         assert!(
             found.contains(&root.join(".git/config.worktree")),
             "{found:?}"
         );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_config_that_cannot_be_read_whole_is_reported_not_skipped() {
+        let root = scratch("oversized");
+        let mut text = "[core]\n\thooksPath = .githooks\n".to_owned();
+        text.push_str(&"# padding\n".repeat(30_000));
+        std::fs::write(root.join(".git/config"), text).unwrap();
+        std::fs::create_dir_all(root.join(".githooks")).unwrap();
+        let found = redirects(&root, &[], None, &Within::new([root.as_path()]));
+        assert_eq!(found.unreadable.len(), 1, "{found:?}");
+        assert_eq!(found.unreadable[0].0, root.join(".git/config"));
+        // A name that is not UTF-8 elsewhere in the file does not hide the hooks path.
+        std::fs::write(
+            root.join(".git/config"),
+            b"[user]\n\tname = Jos\xe9\n[core]\n\thooksPath = .githooks\n",
+        )
+        .unwrap();
+        let found = redirects(&root, &[], None, &Within::new([root.as_path()]));
+        assert!(found.unreadable.is_empty(), "{found:?}");
+        assert!(found.paths.contains(&root.join(".githooks")), "{found:?}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -468,9 +596,12 @@ mod tests {
             let name = format!(".git/f{i}.cfg");
             std::fs::write(root.join(name), "[include]\n\tpath = config\n").unwrap();
         }
-        let mut scan = Scan::default();
+        let mut scan = Scan {
+            within: Within::new([root.as_path()]),
+            ..Scan::default()
+        };
         let mut found = Vec::new();
-        scan.config(&root, &root.join(".git/config"), 0, &mut found);
+        scan.config(&root, &root.join(".git/config"), 0, false, &mut found);
         assert_eq!(
             scan.seen.len(),
             MAX_CONFIG_FILES,
@@ -488,7 +619,11 @@ mod tests {
         std::fs::create_dir_all(root.join("refs/heads")).unwrap();
         std::os::unix::fs::symlink("refs/heads/main", root.join("HEAD")).unwrap();
         std::fs::write(root.join("config"), "[core]\n").unwrap();
-        assert!(redirects(&root, &[], None).contains(&root.join("config")));
+        assert!(
+            redirects(&root, &[], None, &Within::new([root.as_path()]))
+                .paths
+                .contains(&root.join("config"))
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -499,7 +634,7 @@ mod tests {
         std::fs::write(root.join("docs/notes/config"), "[core]\n").unwrap();
         std::fs::create_dir_all(root.join("lib")).unwrap();
         std::fs::write(root.join("lib/.git"), "gitdir: ../docs/notes\n").unwrap();
-        let found = redirects(&root, &[], None);
+        let found = redirects(&root, &[], None, &Within::new([root.as_path()])).paths;
         for p in ["lib/.git", "docs/notes/config", "docs/notes/hooks"] {
             assert!(found.contains(&root.join(p)), "{p}: {found:?}");
         }
@@ -532,12 +667,14 @@ mod tests {
                 home.join(".gitconfig")
             ]
         );
-        let found = redirects(&root, &globals, Some(&home));
+        let within = Within::new([root.as_path()]);
+        let found = redirects(&root, &globals, Some(&home), &within).paths;
         for p in [".githooks", "tools/hooks"] {
             assert!(found.contains(&root.join(p)), "{p}: {found:?}");
         }
         assert!(
-            redirects(&root, &[], Some(&home))
+            redirects(&root, &[], Some(&home), &within)
+                .paths
                 .iter()
                 .all(|p| !p.ends_with(".githooks")),
             "only the user's config names it"

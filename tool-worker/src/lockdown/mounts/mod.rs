@@ -10,6 +10,7 @@ pub mod kernel;
 pub mod name_glob;
 pub mod plan;
 pub mod view;
+pub mod within;
 
 pub use plan::{Root, Step, View, plan};
 
@@ -44,7 +45,7 @@ pub fn apply(steps: &[Step], mounter: &mut impl Mounter) -> Result<(), MountErro
 /// working directory is entered.
 pub fn set_up(spec: &protocol::worker::SandboxSpec) -> Result<Vec<PathBuf>, MountError> {
     refuse_pseudo_filesystems(spec)?;
-    let view = View::read(spec);
+    let view = View::read(spec)?;
     let mounts = view.protected.len() + view.pins.len();
     if mounts > view::MAX_PROTECTED {
         return Err(MountError {

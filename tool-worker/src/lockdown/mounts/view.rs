@@ -2,7 +2,9 @@
 //! hidden, which roots exist (and whether the host has them read-only), and which protected paths
 //! exist inside the writable roots.
 
+use super::MountError;
 use super::plan::{Root, View};
+use super::within::Within;
 use protocol::worker::{SandboxProfile, SandboxSpec};
 use std::path::{Component, Path, PathBuf};
 
@@ -43,9 +45,13 @@ pub fn protected_names(spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
     if spec.profile != SandboxProfile::WorkspaceWrite {
         return Vec::new();
     }
+    let within = within(spec);
     let mut out = Vec::new();
     for root in std::iter::once(&spec.workspace).chain(&spec.write_paths) {
-        for path in found_in(spec, root) {
+        if !within.enterable(root) {
+            continue;
+        }
+        for path in found_in(spec, root, &within).paths {
             if let Ok(rel) = path.strip_prefix(root)
                 && !rel.as_os_str().is_empty()
                 && rel.components().all(|c| matches!(c, Component::Normal(_)))
@@ -60,14 +66,28 @@ pub fn protected_names(spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
 }
 
 /// The existing paths under `root` that are protected: the spec's patterns, and where git
-/// takes config and hooks from besides ([`super::gitconfig::redirects`]). Symlinks not resolved.
-fn found_in<'a>(spec: &'a SandboxSpec, root: &'a Path) -> impl Iterator<Item = PathBuf> + 'a {
+/// takes config and hooks from besides ([`super::gitconfig::redirects`]). Symlinks not resolved;
+/// nothing outside `within` looked at.
+fn found_in(spec: &SandboxSpec, root: &Path, within: &Within) -> super::gitconfig::Found {
     let home = env_path(spec, "HOME");
     let globals = super::gitconfig::user_configs(home, env_path(spec, "XDG_CONFIG_HOME"));
-    spec.protected_paths
-        .iter()
-        .flat_map(move |pattern| expand(root, pattern))
-        .chain(super::gitconfig::redirects(root, &globals, home))
+    let mut found = super::gitconfig::redirects(root, &globals, home, within);
+    found.paths.extend(
+        spec.protected_paths
+            .iter()
+            .flat_map(|pattern| expand(root, pattern, within)),
+    );
+    found
+}
+
+/// Where `spec`'s scans may look: its writable roots (the workspace always: a read-only
+/// session's workspace was another's writable one).
+fn within(spec: &SandboxSpec) -> Within {
+    Within::new(
+        std::iter::once(spec.workspace.as_path())
+            .chain(writable_paths(spec))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// The value of `name` in the tools' environment, as a path.
@@ -88,7 +108,7 @@ pub fn protected_now(spec: &SandboxSpec) -> Vec<PathBuf> {
         return Vec::new();
     }
     let writable: Vec<Root> = writable_paths(spec).into_iter().filter_map(root).collect();
-    protected_in(spec, &writable).0
+    protected_in(spec, &writable).protected
 }
 
 fn writable_paths(spec: &SandboxSpec) -> Vec<&Path> {
@@ -102,8 +122,11 @@ fn writable_paths(spec: &SandboxSpec) -> Vec<&Path> {
 }
 
 impl View {
-    /// The view `spec` asks for, as this machine has it.
-    pub fn read(spec: &SandboxSpec) -> View {
+    /// The view `spec` asks for, as this machine has it; refused when a configured path leads
+    /// through a symlink a call could have made, or a git config that decides what is
+    /// protected cannot be read.
+    pub fn read(spec: &SandboxSpec) -> Result<View, MountError> {
+        refuse_steered_paths(spec)?;
         let writable_paths = writable_paths(spec);
         let mut readable_paths: Vec<&Path> = spec.read_paths.iter().map(PathBuf::as_path).collect();
         if spec.profile == SandboxProfile::ReadOnly {
@@ -128,9 +151,31 @@ impl View {
             // A hidden dir inside (or equal to) a kept path would take away what was granted.
             .filter(|h| !kept.iter().any(|k| h.starts_with(k)))
             .collect();
-        let (protected, pins) = protected_in(spec, &writable);
+        let Protected {
+            protected,
+            pins,
+            unreadable,
+        } = protected_in(spec, &writable);
+        if let Some(linked) = protected.iter().find_map(|p| hard_linked(p)) {
+            return Err(MountError {
+                what: "a protected file has another name",
+                path: linked,
+                source: std::io::Error::other(
+                    "it has more than one hard link, and a link outside the protected path stays writable: remove the other links (`find . -samefile FILE`)",
+                ),
+            });
+        }
+        if let Some((path, why)) = unreadable.into_iter().next() {
+            return Err(MountError {
+                what: "a git config that decides what is protected could not be read",
+                path,
+                source: std::io::Error::other(format!(
+                    "{why}: git would read it, so the call is refused rather than run with what it names left writable"
+                )),
+            });
+        }
         let writable_mounts = writable_mounts(&writable);
-        View {
+        Ok(View {
             hidden,
             writable,
             writable_mounts,
@@ -139,8 +184,60 @@ impl View {
             pins,
             shm: Path::new("/dev/shm").is_dir(),
             shm_bytes: spec.limits.memory_bytes.min(SHM_MAX_BYTES),
+        })
+    }
+}
+
+/// `path` if it is a regular file with more than one name, or the first such file directly in
+/// the directory `path` (a hook in `.git/hooks`): a read-only mount covers one name, and a link
+/// made while the path was not yet protected (in the call that ran `git init`) would let the
+/// next call write through the other.
+fn hard_linked(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let linked =
+        |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1);
+    if linked(path) {
+        return Some(path.to_path_buf());
+    }
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        return None;
+    }
+    std::fs::read_dir(path)
+        .ok()?
+        .filter_map(Result::ok)
+        .take(MAX_LISTED)
+        .map(|e| e.path())
+        .find(|p| linked(p))
+}
+
+/// Most entries of a protected directory looked at for hard links.
+const MAX_LISTED: usize = 1024;
+
+/// Refuses a configured write or read path that leads through a symlink inside a writable root
+/// (the workspace, the temp dir, another write path): a call may have made it
+/// (`ln -s /etc cache` for a `write_paths` entry `ws/cache` that did not exist yet), and the
+/// next call would get the symlink's target, anywhere on the host, writable or readable.
+fn refuse_steered_paths(spec: &SandboxSpec) -> Result<(), MountError> {
+    let bases = within(spec);
+    for configured in spec.write_paths.iter().chain(&spec.read_paths) {
+        let mut prefix = PathBuf::new();
+        for component in configured.components() {
+            prefix.push(component);
+            let is_symlink =
+                std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink());
+            if is_symlink && bases.has_entry(&prefix) {
+                return Err(MountError {
+                    what: "a configured path leads through a symlink inside a writable root",
+                    path: configured.clone(),
+                    source: std::io::Error::other(format!(
+                        "{} is a symlink a call could have made: remove it, or configure the path it points to",
+                        prefix.display()
+                    )),
+                });
+            }
         }
     }
+    Ok(())
 }
 
 /// `path` as a root, if it exists.
@@ -155,16 +252,32 @@ fn root(path: &Path) -> Option<Root> {
     })
 }
 
-/// The protected paths that exist inside the writable roots (canonical, deduplicated, sorted),
-/// and the directories between each and its root that pin it in place.
-pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+/// What [`protected_in`] found.
+#[derive(Debug, Default)]
+pub struct Protected {
+    /// The protected paths that exist inside the writable roots (canonical, deduplicated,
+    /// sorted).
+    pub protected: Vec<PathBuf>,
+    /// The directories between each and its root that pin it in place.
+    pub pins: Vec<PathBuf>,
+    /// Git configs that exist but could not be read, and why.
+    pub unreadable: Vec<(PathBuf, String)>,
+}
+
+/// The protected paths that exist inside the writable roots, the pins that hold them in place,
+/// and the configs that could not be read.
+pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> Protected {
     let tmp = spec.tmp_dir.canonicalize().ok();
+    let within = within(spec);
     let mut protected = Vec::new();
+    let mut unreadable = Vec::new();
     for root in writable.iter().filter(|r| r.is_dir) {
         if tmp.as_deref() == Some(root.path.as_path()) {
             continue;
         }
-        for found in found_in(spec, &root.path) {
+        let found = found_in(spec, &root.path, &within);
+        unreadable.extend(found.unreadable);
+        for found in found.paths {
             // Follow symlinks: what git reads is the target. A target outside every writable
             // root is read-only already.
             let Ok(real) = found.canonicalize() else {
@@ -202,7 +315,11 @@ pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> (Vec<PathBuf>, Vec
     pins.dedup();
     // A protected directory is read-only already; pinning inside it would be a second mount.
     pins.retain(|p| !protected.iter().any(|q| p.starts_with(q)));
-    (protected, pins)
+    Protected {
+        protected,
+        pins,
+        unreadable,
+    }
 }
 
 /// The mounts to make writable: each writable root the host does not have read-only, and every
@@ -294,7 +411,7 @@ fn descendants(dir: &Path, level: usize, out: &mut Vec<PathBuf>, cut: &mut Vec<P
 /// The existing paths under `root` that `pattern` names: relative, `/`-separated, each
 /// component literal or a glob matching one name (`.git/modules/*/hooks`). Absolute patterns
 /// and `..` name nothing; a `**` component matches zero or more directories.
-pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
+pub fn expand(root: &Path, pattern: &str, within: &Within) -> Vec<PathBuf> {
     let rel = Path::new(pattern);
     if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
         return Vec::new();
@@ -302,7 +419,8 @@ pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
     let mut found = vec![root.to_path_buf()];
     // Directories too deep or too many for a `**` to walk: matched whole.
     let mut whole = Vec::new();
-    for component in rel.components() {
+    let last = rel.components().count().saturating_sub(1);
+    for (i, component) in rel.components().enumerate() {
         let Component::Normal(name) = component else {
             return Vec::new();
         };
@@ -334,6 +452,11 @@ pub fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
                     next.push(candidate);
                 }
             }
+        }
+        // Only what the next component is looked for in is entered: a symlink out of the
+        // writable roots (`.git/modules -> /root`) is not listed.
+        if i < last {
+            next.retain(|p| within.enterable(p));
         }
         found = next;
         if found.is_empty() {
@@ -382,14 +505,17 @@ mod tests {
         for d in [".git/hooks", ".git/modules/a/hooks", ".git/modules/b"] {
             std::fs::create_dir_all(ws.join(d)).unwrap();
         }
-        assert_eq!(expand(&ws, ".git/hooks"), vec![ws.join(".git/hooks")]);
         assert_eq!(
-            expand(&ws, ".git/modules/*/hooks"),
+            expand(&ws, ".git/hooks", &Within::new([ws.as_path()])),
+            vec![ws.join(".git/hooks")]
+        );
+        assert_eq!(
+            expand(&ws, ".git/modules/*/hooks", &Within::new([ws.as_path()])),
             vec![ws.join(".git/modules/a/hooks")]
         );
-        assert!(expand(&ws, ".vscode").is_empty());
-        assert!(expand(&ws, "../etc").is_empty());
-        assert!(expand(&ws, "/etc").is_empty());
+        assert!(expand(&ws, ".vscode", &Within::new([ws.as_path()])).is_empty());
+        assert!(expand(&ws, "../etc", &Within::new([ws.as_path()])).is_empty());
+        assert!(expand(&ws, "/etc", &Within::new([ws.as_path()])).is_empty());
         std::fs::remove_dir_all(&ws).unwrap();
     }
 
@@ -403,7 +529,7 @@ mod tests {
         std::fs::create_dir_all(ws.join(".git/modules/real/refs/heads")).unwrap();
         std::fs::write(ws.join(".git/modules/real/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(ws.join(".git/modules/real/refs/hooks")).unwrap();
-        let found = expand(&ws, ".git/modules/**/hooks");
+        let found = expand(&ws, ".git/modules/**/hooks", &Within::new([ws.as_path()]));
         for d in ["info", "refs", "objects", "logs"] {
             let hooks = ws.join(".git/modules").join(d).join("hooks");
             assert!(found.contains(&hooks), "{d}: {found:?}");
@@ -416,7 +542,7 @@ mod tests {
         // is below it is protected, not unseen.
         let deep = ws.join(".git/modules/a/b/c/d/e/f/g/h/i/j/hooks");
         std::fs::create_dir_all(&deep).unwrap();
-        let found = expand(&ws, ".git/modules/**/hooks");
+        let found = expand(&ws, ".git/modules/**/hooks", &Within::new([ws.as_path()]));
         assert!(
             found
                 .iter()
@@ -436,7 +562,7 @@ mod tests {
         std::os::unix::fs::symlink("tools/editor", ws.join(".vscode")).unwrap();
         std::fs::create_dir_all(ws.join("tmp")).unwrap();
         let spec = spec_for(&ws);
-        let view = View::read(&spec);
+        let view = View::read(&spec).unwrap();
         assert_eq!(
             view.protected,
             vec![
@@ -464,7 +590,7 @@ mod tests {
         let ws = scratch("outside");
         std::fs::create_dir_all(ws.join(".git")).unwrap();
         std::os::unix::fs::symlink("/usr/share", ws.join(".git/hooks")).unwrap();
-        let view = View::read(&spec_for(&ws));
+        let view = View::read(&spec_for(&ws)).unwrap();
         assert!(view.protected.is_empty(), "{view:?}");
         std::fs::remove_dir_all(&ws).unwrap();
     }
@@ -477,7 +603,7 @@ mod tests {
         std::fs::write(ws.join(".git"), "gitdir: real\n").unwrap();
         std::fs::create_dir_all(ws.join(".husky")).unwrap();
         std::fs::create_dir_all(ws.join("tmp")).unwrap();
-        let view = View::read(&spec_for(&ws));
+        let view = View::read(&spec_for(&ws)).unwrap();
         for p in [".git", "real/hooks", "real/config", ".husky"] {
             assert!(view.protected.contains(&ws.join(p)), "{p}: {view:?}");
         }
@@ -517,7 +643,7 @@ mod tests {
     fn a_hidden_dir_inside_a_kept_path_stays_visible() {
         let mut spec = spec_for(Path::new("/"));
         spec.tmp_dir = "/nonexistent-agentd-tmp".into();
-        let view = View::read(&spec);
+        let view = View::read(&spec).unwrap();
         assert!(view.hidden.is_empty(), "{view:?}");
     }
 }
