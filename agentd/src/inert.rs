@@ -15,12 +15,19 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// Whether `c` is shown escaped: C0 controls but `\n` and `\t`, DEL, C1 controls (U+0080–U+009F;
-/// U+009B is CSI on some terminals), bidi embeddings and overrides (U+202A–U+202E) and isolates
-/// (U+2066–U+2069).
+/// U+009B is CSI on some terminals), bidi embeddings and overrides (U+202A–U+202E), isolates
+/// (U+2066–U+2069) and marks (U+200E, U+200F, U+061C), and the characters that show as nothing
+/// and so can hide text or make two strings that look alike differ: the zero-width space, word
+/// joiner and invisible operators (U+200B, U+2060–U+2064), the byte-order mark (U+FEFF), the line
+/// and paragraph separators (U+2028, U+2029) and the tag characters (U+E0000–U+E007F). The
+/// zero-width joiner and non-joiner stay: scripts and emoji sequences need them.
 pub fn is_unsafe(c: char) -> bool {
     matches!(c,
         '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f' | '\u{80}'..='\u{9f}'
-        | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        | '\u{200b}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+        | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{2028}' | '\u{2029}'
+        | '\u{e0000}'..='\u{e007f}')
 }
 
 /// `text` with every [`is_unsafe`] character written as an escape: `\x1b` for ASCII controls,
@@ -30,12 +37,10 @@ pub fn inert(text: &str) -> Cow<'_, str> {
 }
 
 /// Like [`inert`], for text shown inside one line of ours (a path in a report, a workspace in a
-/// list): newline and tab are escaped too, and the Unicode line and paragraph separators, so a
-/// file name cannot end our line and forge the next one.
+/// list): newline and tab are escaped too (the Unicode line and paragraph separators always
+/// are), so a file name cannot end our line and forge the next one.
 pub fn inert_line(text: &str) -> Cow<'_, str> {
-    escaped(text, |c| {
-        is_unsafe(c) || matches!(c, '\n' | '\t' | '\u{2028}' | '\u{2029}')
-    })
+    escaped(text, |c| is_unsafe(c) || matches!(c, '\n' | '\t'))
 }
 
 fn escaped(text: &str, unsafe_char: impl Fn(char) -> bool) -> Cow<'_, str> {
@@ -68,7 +73,11 @@ pub fn json(text: &str) -> Cow<'_, str> {
     out.push_str(&text[..first]);
     for c in text[first..].chars() {
         if is_unsafe(c) {
-            let _ = write!(out, "\\u{:04x}", c as u32);
+            // Past the BMP (the tag characters) JSON spells a character as its UTF-16 pair.
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
         } else {
             out.push(c);
         }
@@ -82,8 +91,7 @@ mod tests {
 
     #[test]
     fn json_escapes_what_serde_leaves_raw_and_decodes_to_the_same_value() {
-        let value =
-            serde_json::json!({"text": "a\x1b[2K\u{7f}\u{9b}1A\u{202e}b\u{2066}\n", "n": 1});
+        let value = serde_json::json!({"text": "a\x1b[2K\u{7f}\u{9b}1A\u{202e}b\u{2066}\n\u{e0041}\u{feff}", "n": 1});
         let serialized = value.to_string();
         assert!(
             serialized.contains('\u{9b}'),
@@ -127,13 +135,45 @@ mod tests {
     #[test]
     fn the_edges_of_each_range_are_right() {
         for c in [
-            '\0', '\x08', '\x0b', '\x1f', '\x7f', '\u{80}', '\u{9f}', '\u{202a}', '\u{202e}',
-            '\u{2066}', '\u{2069}',
+            '\0',
+            '\x08',
+            '\x0b',
+            '\x1f',
+            '\x7f',
+            '\u{80}',
+            '\u{9f}',
+            '\u{202a}',
+            '\u{202e}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{200b}',
+            '\u{2060}',
+            '\u{2064}',
+            '\u{feff}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{e0000}',
+            '\u{e007f}',
+            '\u{061c}',
+            '\u{200f}',
         ] {
             assert!(is_unsafe(c), "{c:?}");
         }
         for c in [
-            '\n', '\t', ' ', '~', '\u{a0}', '\u{2029}', '\u{202f}', '\u{2065}', '\u{206a}', 'é',
+            '\n',
+            '\t',
+            ' ',
+            '~',
+            '\u{a0}',
+            '\u{202f}',
+            '\u{2065}',
+            '\u{206a}',
+            'é',
+            '\u{200c}',
+            '\u{200d}',
+            '\u{2027}',
+            '\u{e0080}',
+            '\u{fefe}',
         ] {
             assert!(!is_unsafe(c), "{c:?}");
         }

@@ -11,7 +11,7 @@ use agentd_e2e::{As, Dir, agent_against, sandbox};
 use serde_json::{Value, json};
 
 /// Bytes that act on a terminal, as `printf` writes them, and how they must be shown.
-const ATTACKS: [(&str, &str); 5] = [
+const ATTACKS: [(&str, &str); 7] = [
     // OSC 52: set the clipboard to "hello".
     (r"\033]52;c;aGVsbG8=\a", r"\x1b]52;c;aGVsbG8=\x07"),
     // Back to the start of the line, erase it, move up one line and erase that.
@@ -23,6 +23,13 @@ const ATTACKS: [(&str, &str); 5] = [
     (r"\302\23331m", r"\u{9b}31m"),
     // U+202E RIGHT-TO-LEFT OVERRIDE.
     (r"ls \342\200\256txt.sh", r"ls \u{202e}txt.sh"),
+    // Characters that show as nothing: a zero-width space and a byte-order mark inside a
+    // command, and tag characters (an invisible "AB").
+    (r"rm\342\200\213 -rf\357\273\277", r"rm\u{200b} -rf\u{feff}"),
+    (
+        r"ok\363\240\201\201\363\240\201\202",
+        r"ok\u{e0041}\u{e0042}",
+    ),
     // Backspaces over text, and a bell.
     (
         r"rm -rf x\b\b\b\b\b\b\b\bls\a",
@@ -30,12 +37,14 @@ const ATTACKS: [(&str, &str); 5] = [
     ),
 ];
 
-/// What no inert output may contain: C0 controls but newline and tab, DEL, C1, bidi overrides.
+/// What no inert output may contain: C0 controls but newline and tab, DEL, C1, bidi overrides,
+/// and the invisible characters the attacks use.
 fn raw_controls(text: &str) -> Vec<char> {
     text.chars()
         .filter(|c| {
             matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f' | '\u{80}'..='\u{9f}'
-                | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+                | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200b}' | '\u{feff}'
+                | '\u{e0000}'..='\u{e007f}')
         })
         .collect()
 }
