@@ -246,7 +246,19 @@ fn quarantine(root: &Path, rel: &Path, expect: Option<(u64, u64)>) -> std::io::R
     }
     moved.push(entry);
     // Whether it exists or not, the move below opens it without following a symlink.
-    let _ = mkdirat(&root_fd, QUARANTINE, Mode::from_bits_truncate(0o700));
+    if mkdirat(&root_fd, QUARANTINE, Mode::from_bits_truncate(0o700)).is_ok() {
+        // The workspace owner's, not a root supervisor's: theirs to look in and to remove.
+        if let (Ok(made), Ok(owner)) = (
+            openat(&root_fd, QUARANTINE, dir_flags(), Mode::empty()),
+            nix::sys::stat::fstat(&root_fd),
+        ) {
+            let _ = nix::unistd::fchown(
+                &made,
+                Some(nix::unistd::Uid::from_raw(owner.st_uid)),
+                Some(nix::unistd::Gid::from_raw(owner.st_gid)),
+            );
+        }
+    }
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -308,6 +320,22 @@ mod tests {
         assert!(!root.join(".vscode").exists());
         std::fs::remove_dir_all(&root).unwrap();
         std::fs::remove_dir_all(&outside).unwrap();
+    }
+
+    #[test]
+    fn the_quarantine_belongs_to_the_workspace_owner() {
+        use std::os::unix::fs::MetadataExt;
+        let root = scratch("qowner");
+        std::fs::create_dir(root.join(".idea")).unwrap();
+        let (uid, gid) = (4242, 4343);
+        if nix::unistd::geteuid().is_root() {
+            std::os::unix::fs::chown(&root, Some(uid), Some(gid)).unwrap();
+        }
+        quarantine(&root, Path::new(".idea"), None).unwrap();
+        let made = std::fs::metadata(root.join(QUARANTINE)).unwrap();
+        let owner = std::fs::metadata(&root).unwrap();
+        assert_eq!((made.uid(), made.gid()), (owner.uid(), owner.gid()));
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
