@@ -8,12 +8,16 @@
 //! `open(O_CREAT)`) that must work, so a sandbox that refuses everything cannot pass; where the
 //! kernel would allow the attempt on its own, the same probe is run outside the sandbox too, to
 //! show it is the filter that refuses.
+//!
+//! The third round (tests/probe/ipc_probe.c): no file lease can be taken (a lease makes every
+//! other process's open of the file block or fail, the supervisor's scans included).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::both;
-use agentd_e2e::{As, Dir, Run, command_for, give, install_probe, sandbox};
+use agentd_e2e::{As, Dir, Run, command_for, give, install_probe, repo, sandbox};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
+use std::sync::OnceLock;
 
 const SET_ID: u32 = 0o6000;
 
@@ -280,3 +284,85 @@ both!(
         assert_eq!(mode_of(&ws.0, "outside"), Some(0o755), "{outside}");
     }
 );
+
+/// Compiles tests/probe/ipc_probe.c once.
+fn ipc_probe() -> &'static Path {
+    static PROBE: OnceLock<std::path::PathBuf> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/ipc_probe.c");
+        let out = std::env::temp_dir().join(format!("agentd-e2e-ipc-probe-{}", std::process::id()));
+        let status = std::process::Command::new("cc")
+            .arg("-O1")
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .expect("a C compiler (cc) is needed");
+        assert!(status.success(), "compiling {} failed", src.display());
+        out
+    })
+}
+
+/// Copies the IPC probe into `ws` as `ipc`, owned by `who`.
+fn install_ipc_probe(ws: &Path, who: As) {
+    let dest = ws.join("ipc");
+    std::fs::copy(ipc_probe(), &dest).unwrap();
+    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755)).unwrap();
+    give(&dest, who);
+}
+
+/// Runs the IPC probe in `ws` directly, outside the sandbox, as `who`.
+fn ipc_outside(who: As, ws: &Path, args: &[&str]) -> String {
+    let out = command_for(ws.join("ipc"), who)
+        .args(args)
+        .current_dir(ws)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Asserts that the probe printed `ALLOWED <what>` for each of `whats`.
+fn assert_allowed(run: &Run, whats: &[&str]) {
+    for what in whats {
+        assert!(
+            run.stdout.contains(&format!("ALLOWED {what}\n")),
+            "{what} must work: {run:?}"
+        );
+    }
+}
+
+both!(a_file_lease_cannot_be_taken, |who| {
+    // A write lease on .git/config would make every O_NONBLOCK open of it by another process
+    // fail with EWOULDBLOCK while the call runs (a blocking open waits up to lease-break-time):
+    // the supervisor's scan of the repository's config, and the next call's.
+    let ws = repo("lease", who);
+    std::fs::write(ws.0.join("leased"), "x\n").unwrap();
+    give(&ws.0, who);
+    install_ipc_probe(&ws.0, who);
+    let run = sandbox(
+        who,
+        &ws.0,
+        &[],
+        "./ipc setlease leased; ./ipc setlease .git/config; ./ipc getlease leased; \
+         cat leased .git/config >/dev/null && echo SANE",
+        &[],
+    );
+    assert_blocked(
+        &run,
+        libc::EPERM,
+        &[
+            "setlease F_WRLCK leased",
+            "setlease F_RDLCK leased",
+            "setlease F_WRLCK .git/config",
+            "setlease F_RDLCK .git/config",
+        ],
+    );
+    assert_allowed(&run, &["getlease leased"]);
+    assert!(run.stdout.contains("SANE"), "{run:?}");
+    // The kernel grants the owner of the file a lease: the filter refused it.
+    let outside = ipc_outside(who, &ws.0, &["setlease", "leased"]);
+    assert!(
+        outside.contains("ESCAPED setlease F_WRLCK leased"),
+        "outside: {outside}"
+    );
+});

@@ -20,6 +20,19 @@
 //! are an administrator's set-up, not a build step's. `mkdir`/`mkdirat` need no rule (systemd has
 //! one): the kernel keeps only the permission bits and S_ISVTX of their mode, which the escape
 //! suite checks.
+//!
+//! Nothing a call does may make another process's `open` of a file block or fail: that is what a
+//! file lease does (`fcntl(F_SETLEASE)`: while it is held, every other open of the file waits up
+//! to `lease-break-time`, or fails with EWOULDBLOCK when non-blocking), and the tool owns the
+//! workspace's files, `.git/config` included, that the supervisor and the next call scan. So
+//! `F_SETLEASE` is refused; `F_GETLEASE` is harmless. The other `fcntl` commands were checked for
+//! the same effect and have none: record locks (`F_SETLK`, `F_OFD_SETLK`, and `flock`) are
+//! advisory, which `open` never consults (mandatory locking, which did, left Linux in 5.15 and
+//! needed a set-gid file the table cannot make); `F_NOTIFY` (dnotify) only signals the caller
+//! about changes in a directory it can read, as inotify does; `F_SETOWN`/`F_SETSIG` aim signals
+//! at processes the call can name, in its own PID namespace; `F_ADD_SEALS` applies only to
+//! memfds made with sealing allowed, the call's own. There is no `fcntl64` on x86-64 (the i386
+//! one is killed by the prologue).
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -250,22 +263,31 @@ pub fn table(network: bool) -> Vec<Entry> {
             },
             why: "new namespaces: a user namespace would regain capabilities",
         },
-    ];
-    t.push(if network {
         Entry {
+            name: "fcntl",
+            nr: SYS_fcntl,
+            when: When::ArgIn {
+                arg: 1,
+                values: &[F_SETLEASE as u64],
+            },
+            why: "a lease on a file the tool owns makes every other process's open of it block or fail (.git/config, as the supervisor scans it)",
+        },
+    ];
+    if network {
+        t.push(Entry {
             name: "socket",
             nr: SYS_socket,
             when: When::ArgNotIn { arg: 0, values: NETWORK_DOMAINS },
             why: "only TCP/UDP over IPv4/IPv6: no AF_UNIX (the daemon's socket), netlink, packet, vsock or alg",
-        }
+        });
     } else {
-        Entry {
+        t.push(Entry {
             name: "socket",
             nr: SYS_socket,
             when: When::Always,
             why: "no network and no AF_UNIX (Landlock before ABI 9 does not cover connect() to path sockets)",
-        }
-    });
+        });
+    }
     t
 }
 

@@ -153,9 +153,56 @@ fn the_table_holds_what_the_threat_model_needs() {
         matches!(entry(&table(true), "socket").when, When::ArgNotIn { values, .. } if values == NETWORK_DOMAINS)
     );
     assert!(
+        matches!(entry(&t, "fcntl").when, When::ArgIn { arg: 1, values } if values == [libc::F_SETLEASE as u64])
+    );
+    assert!(
         !t.iter().any(|e| e.nr == libc::SYS_socketpair),
         "socketpair stays allowed"
     );
+}
+
+#[test]
+fn fcntl_is_refused_only_for_f_setlease() {
+    use libc::*;
+    for network in [false, true] {
+        let fcntl = |cmd: i32, arg: u64| {
+            answer_on(
+                AUDIT_ARCH_X86_64,
+                network,
+                SYS_fcntl,
+                [3, cmd as u64, arg, 0, 0, 0],
+            )
+        };
+        for lease in [F_WRLCK, F_RDLCK, F_UNLCK] {
+            assert_eq!(fcntl(F_SETLEASE, lease as u64), RET_EPERM, "{lease}");
+        }
+        // The command is an unsigned int: bits above the low 32 do not hide it.
+        assert_eq!(
+            answer_on(
+                AUDIT_ARCH_X86_64,
+                network,
+                SYS_fcntl,
+                [3, 1 << 32 | F_SETLEASE as u64, F_WRLCK as u64, 0, 0, 0]
+            ),
+            RET_EPERM
+        );
+        for cmd in [
+            F_GETLEASE,
+            F_GETFL,
+            F_SETFL,
+            F_GETFD,
+            F_SETFD,
+            F_DUPFD_CLOEXEC,
+            F_SETLK,
+            F_SETLKW,
+            F_OFD_SETLK,
+            F_NOTIFY,
+            F_SETPIPE_SZ,
+            F_ADD_SEALS,
+        ] {
+            assert_eq!(fcntl(cmd, F_WRLCK as u64), RET_ALLOW, "fcntl cmd {cmd}");
+        }
+    }
 }
 
 #[test]
