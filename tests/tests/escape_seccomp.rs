@@ -10,12 +10,18 @@
 //! show it is the filter that refuses.
 //!
 //! The third round (tests/probe/ipc_probe.c): no file lease can be taken (a lease makes every
-//! other process's open of the file block or fail, the supervisor's scans included).
+//! other process's open of the file block or fail, the supervisor's scans included), a
+//! socketpair is a connected stream or seqpacket pair of `AF_UNIX` or nothing (a datagram end can
+//! send to any socket it can name: the host's path sockets and, where Landlock sets no scopes,
+//! its abstract ones), and without network no socket end can take a name in the host's abstract
+//! namespace. Host-side listeners check that nothing arrived.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::both;
-use agentd_e2e::{As, Dir, Run, command_for, give, install_probe, repo, sandbox};
+use agentd_e2e::{As, Dir, Run, command_for, give, install_probe, repo, sandbox, unique};
+use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::{SocketAddr, UnixDatagram, UnixListener};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -321,6 +327,39 @@ fn ipc_outside(who: As, ws: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The address of `name`: a path, or `@name` in the abstract namespace.
+fn unix_address(name: &str) -> SocketAddr {
+    match name.strip_prefix('@') {
+        Some(abstract_name) => SocketAddr::from_abstract_name(abstract_name).unwrap(),
+        None => SocketAddr::from_pathname(name).unwrap(),
+    }
+}
+
+/// A datagram socket of the host's at `name` (a path, made writable by anyone, or `@name`), as
+/// journald's, syslog's or systemd's notify socket would be: nothing in a call may reach it.
+struct HostDatagram(UnixDatagram);
+
+impl HostDatagram {
+    fn bind(name: &str) -> Self {
+        let socket = UnixDatagram::bind_addr(&unix_address(name)).unwrap();
+        if !name.starts_with('@') {
+            std::fs::set_permissions(name, std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        socket.set_nonblocking(true).unwrap();
+        HostDatagram(socket)
+    }
+
+    /// Every datagram that has arrived.
+    fn received(&self) -> Vec<String> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 256];
+        while let Ok(n) = self.0.recv(&mut buf) {
+            got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        got
+    }
+}
+
 /// Asserts that the probe printed `ALLOWED <what>` for each of `whats`.
 fn assert_allowed(run: &Run, whats: &[&str]) {
     for what in whats {
@@ -365,4 +404,120 @@ both!(a_file_lease_cannot_be_taken, |who| {
         outside.contains("ESCAPED setlease F_WRLCK leased"),
         "outside: {outside}"
     );
+});
+
+both!(
+    a_datagram_socketpair_is_refused_and_reaches_no_host_socket,
+    |who| {
+        let ws = Dir::new("dgram-pair", who);
+        install_ipc_probe(&ws.0, who);
+        let path = ws.0.join("host.sock").display().to_string();
+        let abstract_name = format!("@{}", unique("agentd-e2e-dgram"));
+        let (on_path, on_name) = (
+            HostDatagram::bind(&path),
+            HostDatagram::bind(&abstract_name),
+        );
+        let stream_name = format!("@{}", unique("agentd-e2e-stream"));
+        let stream = UnixListener::bind_addr(&unix_address(&stream_name)).unwrap();
+        stream.set_nonblocking(true).unwrap();
+        let command = format!(
+            "for t in dgram raw dgram-flags; do ./ipc pair $t {abstract_name}; ./ipc pair $t host.sock; done; \
+             for t in stream stream-flags seqpacket; do ./ipc pair $t {abstract_name}; ./ipc pair $t host.sock; \
+             ./ipc pair $t {stream_name}; done; \
+             ./ipc pair-domain inet; ./ipc pair-domain netlink; \
+             python3 -c 'import asyncio, socket; asyncio.run(asyncio.sleep(0)); socket.socketpair(); print(\"ASYNCIO\")'"
+        );
+        // Landlock's scopes already keep a call from its host's abstract sockets but in the
+        // full-access profile, where seccomp alone stands between them.
+        for profile in ["workspace-write", "full-access"] {
+            let run = sandbox(who, &ws.0, &["--profile", profile], &command, &[]);
+            assert_blocked(
+                &run,
+                libc::EPERM,
+                &[
+                    "socketpair dgram",
+                    "socketpair raw",
+                    "socketpair dgram-flags",
+                    "socketpair-domain inet",
+                    "socketpair-domain netlink",
+                ],
+            );
+            assert_allowed(
+                &run,
+                &[
+                    "socketpair stream",
+                    "socketpair stream-flags",
+                    "socketpair seqpacket",
+                ],
+            );
+            assert!(run.stdout.contains("ASYNCIO"), "{profile}: {run:?}");
+            assert_eq!(
+                on_path.received(),
+                Vec::<String>::new(),
+                "{profile}: {run:?}"
+            );
+            assert_eq!(
+                on_name.received(),
+                Vec::<String>::new(),
+                "{profile}: {run:?}"
+            );
+            assert!(
+                stream.accept().is_err(),
+                "a connected pair connected to the host's stream socket: {profile}: {run:?}"
+            );
+        }
+        // The same user outside the sandbox reaches both: they were listening.
+        for (name, listener) in [(&abstract_name, &on_name), (&path, &on_path)] {
+            let outside = ipc_outside(who, &ws.0, &["pair", "dgram", name]);
+            assert!(outside.contains("ESCAPED socketpair dgram"), "{outside}");
+            assert!(
+                listener.received().contains(&"from-the-sandbox".to_owned()),
+                "{name} got nothing from outside: {outside}"
+            );
+        }
+    }
+);
+
+both!(without_network_no_socket_end_can_take_a_name, |who| {
+    // A connected pair cannot send or connect elsewhere, but either end can still be bound:
+    // to a name in the host's abstract namespace (squatting it while the call runs), or to
+    // a socket file. Without network there is no socket() either, so nothing needs bind().
+    let ws = Dir::new("pair-bind", who);
+    install_ipc_probe(&ws.0, who);
+    let name = format!("@{}", unique("agentd-e2e-squat"));
+    let run = sandbox(
+        who,
+        &ws.0,
+        &[],
+        &format!(
+            "./ipc bind stream {name}; ./ipc bind seqpacket {name}; ./ipc bind stream sock-file; \
+                 ./ipc pair stream {name}"
+        ),
+        &[],
+    );
+    assert_blocked(
+        &run,
+        libc::EPERM,
+        &[
+            &format!("bind stream {name}"),
+            &format!("bind seqpacket {name}"),
+            "bind stream sock-file",
+        ],
+    );
+    assert_allowed(&run, &["socketpair stream"]);
+    assert!(!ws.0.join("sock-file").exists(), "{run:?}");
+    let outside = ipc_outside(who, &ws.0, &["bind", "stream", &name]);
+    assert!(
+        outside.contains(&format!("ESCAPED bind stream {name}")),
+        "{outside}"
+    );
+    // With network granted, bind() stays: a server must bind its TCP port.
+    let run = sandbox(
+        who,
+        &ws.0,
+        &["--network"],
+        "python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"BOUND\")'",
+        &[],
+    );
+    assert!(run.stdout.contains("BOUND"), "{run:?}");
 });

@@ -33,6 +33,17 @@
 //! at processes the call can name, in its own PID namespace; `F_ADD_SEALS` applies only to
 //! memfds made with sealing allowed, the call's own. There is no `fcntl64` on x86-64 (the i386
 //! one is killed by the prologue).
+//!
+//! A `socketpair` is a connected `AF_UNIX` stream or seqpacket pair, or nothing: a datagram end
+//! can `sendto` or `connect` any socket it can name (path sockets in the call's view; the host's
+//! abstract ones where Landlock sets no scopes), and `AF_UNIX` makes `SOCK_RAW` a datagram socket,
+//! so the type is allowed by list, `SOCK_NONBLOCK`/`SOCK_CLOEXEC` aside. Another domain only
+//! fails after the kernel has made (and perhaps loaded the module of) a socket `socket()` would
+//! be refused. A connected end stays connected, to its peer or to nothing: `connect` answers
+//! EISCONN and `sendto` EISCONN or ignores the address. It can still be bound to a name, which
+//! takes the name in the host's abstract namespace from its owner while the call runs, so without
+//! network (no `socket()`, nothing else to bind) `bind` is refused too; with network it stays,
+//! for servers, and seccomp cannot read the address to tell the two apart.
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -49,6 +60,8 @@ pub enum When {
     ArgIn { arg: u8, values: &'static [u64] },
     /// When argument `arg` (low 32 bits) equals none of `values`.
     ArgNotIn { arg: u8, values: &'static [u64] },
+    /// When any of these arguments (low 32 bits) equals none of its values.
+    AnyArgNotIn(&'static [(u8, &'static [u64])]),
     /// When argument `arg` has any of these bits set.
     AnyBit { arg: u8, bits: &'static [u64] },
     /// When argument `mode` has S_ISUID or S_ISGID set and, if `create` names a flags argument,
@@ -92,8 +105,25 @@ const CREATE_FLAGS: &[u64] = &[
 /// `personality()` values that change nothing dangerous: PER_LINUX, PER_LINUX32 and the query.
 const HARMLESS_PERSONALITIES: &[u64] = &[0, 0x0008, 0xffff_ffff];
 
-/// Socket domains a tool may create when network is granted (`socketpair` is always allowed).
+/// Socket domains a tool may create when network is granted (`socketpair`: see [`PAIR_TYPES`]).
 const NETWORK_DOMAINS: &[u64] = &[libc::AF_INET as u64, libc::AF_INET6 as u64];
+
+/// The `socketpair` types allowed, with or without `SOCK_NONBLOCK` and `SOCK_CLOEXEC`: the
+/// connected ones, whose ends reach only each other. Not `SOCK_DGRAM`, nor `SOCK_RAW`, which
+/// `AF_UNIX` turns into `SOCK_DGRAM`.
+const PAIR_TYPES: &[u64] = &[
+    libc::SOCK_STREAM as u64,
+    (libc::SOCK_STREAM | libc::SOCK_NONBLOCK) as u64,
+    (libc::SOCK_STREAM | libc::SOCK_CLOEXEC) as u64,
+    (libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u64,
+    libc::SOCK_SEQPACKET as u64,
+    (libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK) as u64,
+    (libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC) as u64,
+    (libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u64,
+];
+
+/// `socketpair`'s domain and type: a connected `AF_UNIX` pair.
+const PAIR_ARGS: &[(u8, &[u64])] = &[(0, &[libc::AF_UNIX as u64]), (1, PAIR_TYPES)];
 
 macro_rules! set_id {
     ($name:ident, mode = $mode:expr, create = $create:expr, $why:expr) => {
@@ -272,6 +302,12 @@ pub fn table(network: bool) -> Vec<Entry> {
             },
             why: "a lease on a file the tool owns makes every other process's open of it block or fail (.git/config, as the supervisor scans it)",
         },
+        Entry {
+            name: "socketpair",
+            nr: SYS_socketpair,
+            when: When::AnyArgNotIn(PAIR_ARGS),
+            why: "only connected AF_UNIX pairs: a datagram end can send to any socket it names, the host's included",
+        },
     ];
     if network {
         t.push(Entry {
@@ -287,6 +323,10 @@ pub fn table(network: bool) -> Vec<Entry> {
             when: When::Always,
             why: "no network and no AF_UNIX (Landlock before ABI 9 does not cover connect() to path sockets)",
         });
+        t.push(always!(
+            SYS_bind,
+            "without socket() only socketpair ends exist, and a bound end takes a name in the host's abstract namespace from its owner"
+        ));
     }
     t
 }
@@ -321,8 +361,9 @@ fn has_bit(arg: u8, bit: u64) -> Result<SeccompCondition, seccompiler::BackendEr
 /// The syscalls whose entries a zygote cannot install ahead for the workers it forks, so each
 /// worker installs them itself (the late part of the table): what the worker's own lockdown
 /// calls after the fork — the mount family, and `unshare` and `clone` with namespace flags
-/// where the kernel refused the zygote's clone — and `socket`, whose entry follows the call's
-/// network setting. The zygote itself clones with namespace flags, so `clone` is late too.
+/// where the kernel refused the zygote's clone — and `socket` and `bind`, whose entries follow
+/// the call's network setting. The zygote itself clones with namespace flags, so `clone` is late
+/// too.
 pub const LATE: &[i64] = &[
     libc::SYS_mount,
     libc::SYS_umount2,
@@ -339,6 +380,7 @@ pub const LATE: &[i64] = &[
     libc::SYS_setns,
     libc::SYS_clone,
     libc::SYS_socket,
+    libc::SYS_bind,
 ];
 
 /// Which entries of the table a filter holds.
@@ -385,6 +427,15 @@ pub fn part_filter(network: bool, part: Part) -> Result<BpfProgram, SeccompError
                     .map(|&v| cond(arg, SeccompCmpOp::Ne, v))
                     .collect::<Result<Vec<_>, _>>()?;
                 list.push(SeccompRule::new(conds)?);
+            }
+            When::AnyArgNotIn(args) => {
+                for &(arg, values) in args {
+                    let conds = values
+                        .iter()
+                        .map(|&v| cond(arg, SeccompCmpOp::Ne, v))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    list.push(SeccompRule::new(conds)?);
+                }
             }
             When::AnyBit { arg, bits } => {
                 for &b in bits {

@@ -152,12 +152,18 @@ fn the_table_holds_what_the_threat_model_needs() {
     assert!(
         matches!(entry(&table(true), "socket").when, When::ArgNotIn { values, .. } if values == NETWORK_DOMAINS)
     );
+    assert_eq!(entry(&t, "socketpair").when, When::AnyArgNotIn(PAIR_ARGS));
     assert!(
         matches!(entry(&t, "fcntl").when, When::ArgIn { arg: 1, values } if values == [libc::F_SETLEASE as u64])
     );
+    assert_eq!(
+        entry(&t, "bind").when,
+        When::Always,
+        "no bind without network"
+    );
     assert!(
-        !t.iter().any(|e| e.nr == libc::SYS_socketpair),
-        "socketpair stays allowed"
+        !table(true).iter().any(|e| e.nr == libc::SYS_bind),
+        "a server binds its port when network is granted"
     );
 }
 
@@ -202,6 +208,63 @@ fn fcntl_is_refused_only_for_f_setlease() {
         ] {
             assert_eq!(fcntl(cmd, F_WRLCK as u64), RET_ALLOW, "fcntl cmd {cmd}");
         }
+    }
+}
+
+#[test]
+fn socketpair_makes_connected_unix_pairs_only() {
+    use libc::*;
+    for network in [false, true] {
+        let pair = |domain: i32, ty: i32| {
+            answer_on(
+                AUDIT_ARCH_X86_64,
+                network,
+                SYS_socketpair,
+                [domain as u64, ty as u64, 0, 0, 0, 0],
+            )
+        };
+        for ty in [SOCK_STREAM, SOCK_SEQPACKET] {
+            for flags in [0, SOCK_NONBLOCK, SOCK_CLOEXEC, SOCK_NONBLOCK | SOCK_CLOEXEC] {
+                assert_eq!(pair(AF_UNIX, ty | flags), RET_ALLOW, "{ty} {flags:#x}");
+                // Only AF_UNIX has pairs; another domain fails after making a socket.
+                for domain in [AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_TIPC, AF_VSOCK] {
+                    assert_eq!(pair(domain, ty | flags), RET_EPERM, "{domain} {ty}");
+                }
+            }
+        }
+        // SOCK_RAW is a datagram socket in AF_UNIX; SOCK_RDM and the rest are refused too.
+        for ty in [SOCK_DGRAM, SOCK_RAW, SOCK_RDM, 10, 0, 15] {
+            for flags in [0, SOCK_NONBLOCK, SOCK_CLOEXEC, SOCK_NONBLOCK | SOCK_CLOEXEC] {
+                assert_eq!(pair(AF_UNIX, ty | flags), RET_EPERM, "{ty} {flags:#x}");
+            }
+        }
+        // A stray flag the kernel would refuse (EINVAL) is refused here first.
+        assert_eq!(pair(AF_UNIX, SOCK_STREAM | 0x100), RET_EPERM);
+    }
+}
+
+#[test]
+fn bind_is_refused_without_network_only() {
+    let bind = |network| {
+        answer_on(
+            AUDIT_ARCH_X86_64,
+            network,
+            libc::SYS_bind,
+            [3, 0, 16, 0, 0, 0],
+        )
+    };
+    assert_eq!(bind(false), RET_EPERM);
+    assert_eq!(bind(true), RET_ALLOW);
+    for nr in [
+        libc::SYS_listen,
+        libc::SYS_connect,
+        libc::SYS_sendto,
+        libc::SYS_sendmsg,
+    ] {
+        assert_eq!(
+            answer_on(AUDIT_ARCH_X86_64, false, nr, [3, 0, 16, 0, 0, 0]),
+            RET_ALLOW
+        );
     }
 }
 
