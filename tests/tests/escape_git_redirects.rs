@@ -290,3 +290,52 @@ both!(
         );
     }
 );
+
+both!(
+    a_workspace_a_call_opened_to_other_users_is_closed_again,
+    |who| {
+        let ws = repo("opened", who);
+        let acl = "import os, struct\nb = struct.pack('<I', 2)\nfor t, p, i in [(1, 7, 2**32 - 1), (2, 7, 4242), (4, 5, 2**32 - 1), (16, 7, 2**32 - 1), (32, 5, 2**32 - 1)]:\n    b += struct.pack('<HHI', t, p, i)\nos.setxattr('.git/modules', 'system.posix_acl_access', b)\nprint('acl set')\n";
+        let run = sandbox_within(
+            who,
+            &ws.0,
+            &[],
+            &format!(
+                "chmod 0777 . .git && mkdir -p .git/modules && python3 -c \"{}\"; echo opened",
+                acl.replace('"', "\\\"")
+            ),
+            LIMIT,
+            &[],
+        );
+        assert!(run.stdout.contains("opened"), "{run:?}");
+        for dir in [ws.0.clone(), ws.0.join(".git")] {
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode & 0o022, 0, "{}: {mode:o}: {run:?}", dir.display());
+        }
+        assert!(run.stdout.contains("to other users"), "{run:?}");
+        if run.stdout.contains("acl set") {
+            let listed = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    &format!(
+                        "import os; print(os.listxattr('{}'))",
+                        ws.0.join(".git/modules").display()
+                    ),
+                ])
+                .output()
+                .unwrap();
+            let listed = String::from_utf8_lossy(&listed.stdout);
+            assert!(!listed.contains("posix_acl_access"), "{listed}: {run:?}");
+        }
+        // The workspace still works for the call that comes next.
+        let next = sandbox_within(
+            who,
+            &ws.0,
+            &[],
+            "echo next > n.txt && cat n.txt",
+            LIMIT,
+            &[],
+        );
+        assert!(next.stdout.contains("next"), "{next:?}");
+    }
+);

@@ -46,6 +46,8 @@ struct Known {
     paths: BTreeSet<(PathBuf, PathBuf)>,
     /// Writable roots whose `.git` existed, or was made during the session.
     repositories: BTreeSet<PathBuf>,
+    /// How open to other users the directories git and editors look in were.
+    openness: super::loosened::Snapshot,
 }
 
 impl Baseline {
@@ -68,6 +70,7 @@ impl Baseline {
             state: Mutex::new(Known {
                 paths: protected_names(spec).into_iter().collect(),
                 repositories,
+                openness: super::loosened::Snapshot::of(writable_roots(spec)),
             }),
         }
     }
@@ -114,8 +117,23 @@ impl Baseline {
             notes.push(note);
         }
         known.repositories.extend(new_repositories);
+        for note in known.openness.close_again(writable_roots(spec)) {
+            tracing::warn!("{note}");
+            notes.push(note);
+        }
         notes
     }
+}
+
+/// The roots a call of `spec` may change: the workspace and the write paths (none in the
+/// read-only profile).
+fn writable_roots(spec: &SandboxSpec) -> Vec<&PathBuf> {
+    if spec.profile != protocol::worker::SandboxProfile::WorkspaceWrite {
+        return Vec::new();
+    }
+    std::iter::once(&spec.workspace)
+        .chain(&spec.write_paths)
+        .collect()
 }
 
 /// A repository without `.git/hooks` (cloned with an empty template, or the directory removed)
