@@ -346,3 +346,30 @@ both!(kernel_filesystems_are_refused_as_write_paths, |who| {
         assert!(run.stderr.contains("kernel filesystem"), "{path}: {run:?}");
     }
 });
+
+both!(
+    other_top_level_directories_cannot_be_probed_or_watched,
+    |who| {
+        // A site's /work or /data, with someone else's project in it; the call's workspace may
+        // be in the same directory, and is carried over into the empty mount that hides it.
+        let top = Path::new("/").join(unique("agentd-e2e-top"));
+        std::fs::create_dir_all(top.join("otherproject")).unwrap();
+        std::fs::set_permissions(&top, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ws = top.join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        give(&ws, who);
+        let other = top.join("otherproject");
+        let probe = format!(
+            "stat {o} >/dev/null 2>&1 && echo visible; python3 -c 'import ctypes; l = ctypes.CDLL(None); fd = l.inotify_init(); print(\"watched\" if l.inotify_add_watch(fd, b\"{o}\", 0xfff) >= 0 else \"refused\")'; echo kept > f && cat f",
+            o = other.display()
+        );
+        let run = sandbox(who, &ws, &[], &probe, &[]);
+        let _ = std::fs::remove_dir_all(&top);
+        assert!(
+            run.stdout.contains("kept"),
+            "the workspace inside works: {run:?}"
+        );
+        assert!(!run.stdout.contains("visible"), "{run:?}");
+        assert!(run.stdout.contains("refused"), "{run:?}");
+    }
+);

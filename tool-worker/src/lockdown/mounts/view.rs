@@ -31,6 +31,30 @@ pub const HIDDEN: &[&str] = &[
     "/etc/agentd",
 ];
 
+/// The directories at the top of the tree that are neither on [`HIDDEN`] nor what a tool may
+/// read at all (Landlock grants the system trees, `/etc`'s allowlist and `/dev`'s devices): a
+/// site's `/work` or `/data` with other people's projects, `/boot`, `/lost+found`. Landlock
+/// refuses reading them already; hidden, their names cannot be probed with `stat` or watched
+/// with inotify either. A writable root or read path inside one is carried over, as for `/tmp`.
+fn unlisted_top_level() -> Vec<PathBuf> {
+    let visible = |name: &std::ffi::OsStr| {
+        let path = Path::new("/").join(name);
+        crate::lockdown::landlock::SYSTEM_PATHS
+            .iter()
+            .chain(&["/etc", "/dev"])
+            .chain(HIDDEN)
+            .any(|v| Path::new(v) == path)
+    };
+    let Ok(entries) = std::fs::read_dir("/") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && !visible(&e.file_name()))
+        .map(|e| e.path())
+        .collect()
+}
+
 /// Most protected paths and pins a call gets. Each is a mount; a workspace with thousands of
 /// submodule directories would make lockdown slow, so the call is refused with the count instead.
 pub const MAX_PROTECTED: usize = 256;
@@ -144,6 +168,7 @@ impl View {
         let hidden = HIDDEN
             .iter()
             .map(PathBuf::from)
+            .chain(unlisted_top_level())
             .filter(|h| std::fs::symlink_metadata(h).is_ok_and(|m| m.is_dir()))
             // Hidden even when empty: another user may create files there during the call, and
             // telling empty from not would read the directory (for a /tmp of a few hundred
