@@ -46,7 +46,10 @@ impl Interrupt {
 
 /// Runs `futures` concurrently until all are done or `interrupt` is triggered; returns each one's
 /// output in order (`None` for those still running when it was), and whether it was. The
-/// futures still running are dropped, which kills their workers.
+/// futures still running are dropped before this returns, which kills their workers, waits for
+/// them and checks the protected paths their calls may have created (the drop of a call's
+/// worker does, and streams the notes as the call's output): a front end that exits right after
+/// the interrupt leaves nothing a call planted unchecked.
 pub async fn run_all<F: std::future::Future>(
     futures: impl IntoIterator<Item = F>,
     interrupt: &Interrupt,

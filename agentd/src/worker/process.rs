@@ -117,6 +117,22 @@ impl Process {
         }
     }
 
+    /// Waits, blocking the thread, until it has ended and been reaped, at most `within`; whether
+    /// it has. For a drop, which cannot await: a forked worker's end is told by the zygote's
+    /// reader thread, and a spawned one is reaped by `waitpid`, so neither needs the runtime.
+    pub fn reaped_within(&mut self, within: std::time::Duration) -> bool {
+        let start = std::time::Instant::now();
+        loop {
+            if self.try_wait().is_some() {
+                return true;
+            }
+            if start.elapsed() >= within {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// Waits until it has ended; how.
     pub async fn wait(&mut self) -> String {
         match self {

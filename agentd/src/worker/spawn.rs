@@ -17,7 +17,13 @@
 //!   to [`STDERR_CAP`](super::caps::STDERR_CAP) bytes (logged, and told in a [`WorkerError::Died`]);
 //! * **the deadline**: a call whose result has not come by its timeout (plus [`RESULT_GRACE`] for
 //!   the worker to report its own) ends there: the worker and its cgroup are killed, and the call
-//!   returns a timed-out result (exit code 124) with the output streamed so far.
+//!   returns a timed-out result (exit code 124) with the output streamed so far;
+//! * **the call's end**: however a call that was sent its request ends — a result, an error, a
+//!   timeout, or its future dropped (an interrupt) — the protected paths are checked
+//!   ([`super::protect::Baseline::check`]) once the call's processes are gone: after the result
+//!   (the worker, their PID namespace's init, reaps them first), else after the worker is killed
+//!   and reaped. A dropped call does it in the drop, blocking for at most `REAP_DROPPED`: the
+//!   process may be about to exit (`agent run` after Ctrl-C), and a task would die with it.
 //!
 //! Everything else that can go wrong — the binary missing, a lockdown step failing, the worker
 //! dying or sending garbage — becomes a [`WorkerError`], never a hung call.
@@ -71,6 +77,12 @@ pub async fn teardowns_settled() {
 
 /// How long a worker that sent its result may take to exit before it is killed.
 const EXIT_AFTER_RESULT: Duration = Duration::from_secs(1);
+/// How long a dropped call's killed worker may take to be reaped before its protected paths are
+/// checked anyway (the drop blocks its thread meanwhile; a killed worker is reaped in
+/// milliseconds).
+const REAP_DROPPED: Duration = Duration::from_secs(3);
+/// How long a dropped worker that ran no request is waited for, so that its cgroup can go.
+const REAP_IDLE: Duration = Duration::from_millis(200);
 /// Grace beyond a call's timeout for the worker to report its own timeout, before the supervisor
 /// ends the call itself.
 pub const RESULT_GRACE: Duration = Duration::from_secs(2);
@@ -205,6 +217,10 @@ pub struct ReadyWorker {
     baseline: std::sync::Arc<super::protect::Baseline>,
     /// Killed and reaped already.
     ended: bool,
+    /// Its request was sent and the protected paths have not been checked since: however the
+    /// call ends — a result, an error, a timeout, its future dropped by an interrupt — they are,
+    /// once the call's processes are gone.
+    unchecked: bool,
 }
 
 /// Starts a worker and waits until it has locked down as `spec` asks (or failed to, or reported
@@ -290,6 +306,7 @@ pub async fn start_with(
         spec: spec.clone(),
         baseline,
         ended: false,
+        unchecked: false,
     };
     match locked {
         Ok(()) => Ok(ready),
@@ -384,22 +401,38 @@ impl ReadyWorker {
         detach: bool,
     ) -> Result<ToolResult, WorkerError> {
         let timeout = timeout_ms.map_or(self.timeout_ms, |t| t.min(self.timeout_ms));
-        let outcome = self.converse(tool, timeout, &mut on_output).await;
-        let (spec, baseline) = (self.spec.clone(), std::sync::Arc::clone(&self.baseline));
+        self.unchecked = true;
+        let outcome = {
+            let mut call = Answering {
+                worker: &mut self,
+                on_output: &mut on_output,
+                answered: false,
+            };
+            let outcome = call
+                .worker
+                .converse(tool, timeout, &mut *call.on_output)
+                .await;
+            call.answered = true;
+            outcome
+        };
         match outcome {
             Ok(mut result) => {
-                // The worker sends its result once everything the call started is gone (it is
-                // the PID namespace's init and reaps them first), so the workspace is the
-                // call's last word: check it now.
-                super::protect::tell(&mut result, baseline.check(&spec));
+                if !result.timed_out {
+                    // The worker sends its result once everything the call started is gone (it
+                    // is the PID namespace's init and reaps them first), so the workspace is the
+                    // call's last word: check it now.
+                    self.unchecked = false;
+                    super::protect::tell(&mut result, self.baseline.check(&self.spec));
+                }
                 // The worker then exits by itself, tearing its mount namespace down, which takes
                 // a while; the call's caller need not wait for that. Without a runtime to leave
                 // it to, wait here.
                 // A timed-out call (the worker's own or the supervisor's verdict) is ended here
-                // and now: its worker may be the one that would not stop.
+                // and now: its worker may be the one that would not stop, and what it started
+                // may still be writing, so its check comes after the kill (in `end`).
                 let teardown = async move {
                     let _ = tokio::time::timeout(EXIT_AFTER_RESULT, self.child.wait()).await;
-                    self.end().await;
+                    self.end().await.1
                 };
                 match tokio::runtime::Handle::try_current() {
                     Ok(runtime) if detach && !result.timed_out => {
@@ -409,16 +442,13 @@ impl ReadyWorker {
                             drop(counted);
                         });
                     }
-                    _ => teardown.await,
+                    _ => super::protect::tell(&mut result, teardown.await),
                 }
                 Ok(result)
             }
-            Err(e) => {
-                let e = self.finish(e).await;
-                // Logged by `check`; the error is what the caller gets.
-                let _ = baseline.check(&spec);
-                Err(e)
-            }
+            // `end` checks, once the worker is gone; the notes are logged by the check, and the
+            // error is what the caller gets.
+            Err(e) => Err(self.finish(e).await),
         }
     }
 
@@ -481,7 +511,7 @@ impl ReadyWorker {
             ),
             _ => None,
         };
-        let stderr = self.end().await;
+        let (stderr, _notes) = self.end().await;
         match status {
             Some(status) => WorkerError::Died {
                 status,
@@ -492,14 +522,17 @@ impl ReadyWorker {
     }
 
     /// The worker exits after its result; make sure of it either way, kill whatever is left in
-    /// its cgroup, remove the cgroup, and log what the worker wrote to stderr (returned, escaped).
-    async fn end(mut self) -> String {
+    /// its cgroup, remove the cgroup, check the protected paths if its call has not been
+    /// checked yet, and log what the worker wrote to stderr. Returns that (escaped) and the
+    /// check's notes.
+    async fn end(mut self) -> (String, Vec<String>) {
         self.child.start_kill();
         if let Some(group) = &self.group {
             group.kill();
         }
         let _ = self.child.wait().await;
         drop(self.group.take());
+        let notes = self.check_if_unchecked();
         self.ended = true;
         let stderr = match self.stderr.take() {
             Some(mut reader) => {
@@ -518,31 +551,78 @@ impl ReadyWorker {
         if !text.is_empty() {
             tracing::warn!(stderr = %text, "the tool-worker wrote to stderr");
         }
-        text
+        (text, notes)
+    }
+
+    /// Once the call's processes are gone (the worker reaped, its cgroup emptied): the
+    /// protected-path check, if the call has a request and has not had it; its notes (logged by
+    /// the check).
+    fn check_if_unchecked(&mut self) -> Vec<String> {
+        if !std::mem::take(&mut self.unchecked) {
+            return Vec::new();
+        }
+        // Killed again and removed (or kept, empty): what the worker started is gone too.
+        drop(self.group.take());
+        self.baseline.check(&self.spec)
+    }
+
+    /// Ends a worker whose call was dropped before it ended (a pool going away, a cancelled or
+    /// interrupted call), without awaiting: kills it and whatever it started, reaps it within a
+    /// bound, then runs the check its call has not had, if it had a request. Returns the check's
+    /// notes. Blocks the thread meanwhile: the caller may be about to exit (`agent run` after
+    /// Ctrl-C), and a task left to the runtime would die with it.
+    fn abandon(&mut self) -> Vec<String> {
+        if !self.ended {
+            self.child.start_kill();
+            if let Some(group) = &self.group {
+                group.kill();
+            }
+            if let Some(reader) = self.stderr.take() {
+                reader.abort();
+            }
+            let within = if self.unchecked {
+                REAP_DROPPED
+            } else {
+                REAP_IDLE
+            };
+            if !self.child.reaped_within(within) && self.unchecked {
+                tracing::warn!(
+                    "an interrupted call's tool-worker was not reaped within {within:?} of its kill; its protected paths are checked anyway"
+                );
+            }
+            self.ended = true;
+        }
+        self.check_if_unchecked()
+    }
+}
+
+/// A call whose request is with its worker: dropped there (an interrupt drops the call's
+/// future), it kills the worker, waits for it, checks the protected paths
+/// ([`ReadyWorker::abandon`]) and streams what the check did as the call's last output, which
+/// the user sees before the call is answered as interrupted.
+struct Answering<'a, F: FnMut(&str)> {
+    worker: &'a mut ReadyWorker,
+    on_output: &'a mut F,
+    /// The worker answered (or failed to): the call goes on in `run_then`.
+    answered: bool,
+}
+
+impl<F: FnMut(&str)> Drop for Answering<'_, F> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        for note in self.worker.abandon() {
+            (self.on_output)(&format!("\n[agentd: {note}]"));
+        }
     }
 }
 
 impl Drop for ReadyWorker {
-    /// A worker dropped before its call ended (a pool going away, a cancelled call): kill it and
-    /// whatever it started, and reap it briefly, so its cgroup can be removed; `end` has done
-    /// this already otherwise.
+    /// A worker dropped before its call ended: [`ReadyWorker::abandon`] (the notes are logged by
+    /// the check); `end` has done it already otherwise.
     fn drop(&mut self) {
-        if self.ended {
-            return;
-        }
-        self.child.start_kill();
-        if let Some(group) = &self.group {
-            group.kill();
-        }
-        if let Some(reader) = self.stderr.take() {
-            reader.abort();
-        }
-        for _ in 0..200 {
-            if self.child.try_wait().is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let _ = self.abandon();
     }
 }
 
