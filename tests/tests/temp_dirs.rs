@@ -254,3 +254,87 @@ both!(agent_run_is_not_steered_by_planted_temp_paths, |who| {
     // host it is made by the same `PrivateDir` as the call's, whose 0700 is checked above.)
     scene.check(&output);
 });
+
+/// The call builds a tree deeper than the supervisor's descriptor limit in its TMPDIR, one
+/// `mkdir d && cd d` at a time (a shell holds no descriptor per level), and writes a MiB at the
+/// bottom; it says where its TMPDIR was.
+const DEEP_TREE: &str = "echo \"tmp=$TMPDIR\"; cd \"$TMPDIR\" || exit 1; i=0; \
+    while [ $i -lt 600 ]; do mkdir d && cd d || exit 1; i=$((i + 1)); done; \
+    head -c 1048576 /dev/zero > payload && echo \"depth=$i\"";
+
+/// The descriptor limit (soft) `agentd sandbox` runs under: far less than the tree is deep. (The
+/// hard limit stays: the worker raises its own soft limit to the call's `open_files`.)
+const LOW_NOFILE: u64 = 256;
+
+// The call's temp dir was removed with `std::fs::remove_dir_all`, which keeps a descriptor open
+// per level: a tree deeper than the supervisor's RLIMIT_NOFILE failed with EMFILE and the whole
+// temp dir stayed in the host's /tmp, with whatever the call wrote at the bottom.
+both!(a_temp_dir_deeper_than_the_fd_limit_is_removed, |who| {
+    use std::os::unix::process::CommandExt;
+    let shared = Dir::new("deep-tmp", As::Root);
+    std::fs::set_permissions(&shared.0, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let ws = Dir::new("deep-ws", who);
+    let tmpdir = shared.0.display().to_string();
+    let mut cmd =
+        agentd_e2e::sandbox_command(who, &ws.0, &[], DEEP_TREE, &[("TMPDIR", tmpdir.as_str())]);
+    let limit = nix::sys::resource::Resource::RLIMIT_NOFILE;
+    let (_, hard) = nix::sys::resource::getrlimit(limit).unwrap();
+    // SAFETY: the closure runs in the forked child before exec and only makes the setrlimit
+    // syscall (async-signal-safe): no allocation, no lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::resource::setrlimit(limit, LOW_NOFILE, hard).map_err(std::io::Error::from)
+        });
+    }
+    let run = agentd_e2e::Run::from(cmd.output().unwrap());
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(field(&run.stdout, "depth="), "600", "{run:?}");
+    let tmp = PathBuf::from(field(&run.stdout, "tmp="));
+    assert!(tmp.starts_with(&shared.0), "{}", tmp.display());
+    assert!(
+        !tmp.exists(),
+        "the call's temp dir {} is removed: {}",
+        tmp.display(),
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("cannot remove temp dir"),
+        "{}",
+        run.stderr
+    );
+    let left: Vec<PathBuf> = std::fs::read_dir(&shared.0)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+});
+
+/// The call leaves its TMPDIR as hard to remove as a process of its uid can make it: a directory
+/// it cannot read or search, one it cannot write in, and the TMPDIR itself mode 000.
+const LOCKED_TREE: &str = "echo \"tmp=$TMPDIR\"; cd \"$TMPDIR\" || exit 1; \
+    mkdir -p a/b/c && echo x > a/b/c/f && echo x > a/f && \
+    chmod 000 a/b/c && chmod 500 a/b && chmod 300 a && chmod 000 \"$TMPDIR\" && echo locked";
+
+// For an unprivileged supervisor (the call runs as its uid), `remove_dir_all` met EACCES and
+// left the tree.
+both!(a_temp_dir_the_call_locked_is_removed, |who| {
+    let shared = Dir::new("locked-tmp", As::Root);
+    std::fs::set_permissions(&shared.0, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let ws = Dir::new("locked-ws", who);
+    let tmpdir = shared.0.display().to_string();
+    let run = sandbox(who, &ws.0, &[], LOCKED_TREE, &[("TMPDIR", tmpdir.as_str())]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("locked"), "{run:?}");
+    let tmp = PathBuf::from(field(&run.stdout, "tmp="));
+    assert!(
+        !tmp.exists(),
+        "the call's temp dir {} is removed: {}",
+        tmp.display(),
+        run.stderr
+    );
+    let left: Vec<PathBuf> = std::fs::read_dir(&shared.0)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+});

@@ -15,8 +15,11 @@
 //!   ([`check_private`]), after `fchmod` to 0700 and `fchown` to the worker's uid: it is then a
 //!   directory that only its owner can enter;
 //! - removal (on drop) first checks that the path still names the directory we made (device and
-//!   inode), and uses `std::fs::remove_dir_all`, which does not follow symlinks inside (a call
-//!   may plant `tmp/x -> /home/victim`; only the link goes).
+//!   inode), then walks it with [`remove::remove_tree`]: symlinks inside are unlinked, never
+//!   followed (a call may plant `tmp/x -> /home/victim`; only the link goes), other mounts are
+//!   not entered, and however deep the call nested its directories the walk holds a few
+//!   descriptors and no recursion (`std::fs::remove_dir_all` held one descriptor per level and
+//!   failed with EMFILE on a tree deeper than `RLIMIT_NOFILE`, leaving it all in /tmp).
 //!
 //! Files the tools create inside are private whatever their own mode: nobody else can enter the
 //! directory to reach them.
@@ -29,6 +32,8 @@ use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+pub mod remove;
 
 /// Names tried before giving up (each collision is someone else's entry, or astronomically rare
 /// bad luck).
@@ -315,9 +320,9 @@ impl Drop for PrivateDir {
             );
             return;
         }
-        // Symlink-safe: std removes a symlink inside, never what it points to (CVE-2022-21658
-        // was fixed by walking with openat/unlinkat and O_NOFOLLOW).
-        if let Err(e) = std::fs::remove_dir_all(&self.path) {
+        // Symlink-safe (a symlink inside is unlinked, never followed), mount-safe, and bounded in
+        // descriptors and stack whatever the depth; it re-checks the identity itself.
+        if let Err(e) = remove::remove_tree(&self.path, self.id) {
             tracing::warn!("cannot remove temp dir {}: {e}", self.path.display());
         }
     }
