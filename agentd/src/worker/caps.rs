@@ -1,11 +1,12 @@
 //! The caps a worker's output, messages and stderr get on the supervisor's side, whatever the
-//! worker did about them: streamed output is forwarded up to [`STREAM_CAP`] bytes and kept (head
-//! and tail) up to the output cap for a call the supervisor ends itself; a result's content is cut
-//! to the output cap; frames, stderr, failure messages and a report's free text are bounded.
+//! worker did about them: streamed output is forwarded up to [`STREAM_CAP`] bytes, in at most
+//! [`EVENT_BURST`] events at once and one more per [`EVENT_EVERY`], and kept (head and tail) up
+//! to the output cap for a call the supervisor ends itself; a result's content is cut to the
+//! output cap; frames, stderr, failure messages and a report's free text are bounded.
 
 use protocol::frame::DEFAULT_MAX_FRAME;
 use protocol::worker::{LockdownReport, SandboxSpec, ToolResult, WorkerFailure};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::task::JoinHandle;
 use tool_worker::output::Capped;
@@ -50,13 +51,30 @@ pub(super) fn read_stderr(
     })
 }
 
-/// Output as it streams: forwarded up to [`STREAM_CAP`], kept (head and tail) up to the output
-/// cap for a call the supervisor has to end itself.
+/// Output events a worker's chunks may make at once...
+pub const EVENT_BURST: u32 = 64;
+/// ...and one more each time this passes. An honest worker sends a chunk when 16 KiB wait or
+/// the first waiting byte has waited 50 ms (`tool-worker/src/tools/bash.rs`): at most 16 of the
+/// first kind within [`STREAM_CAP`], 20 a second of the second, so it never runs short. One that
+/// sends tiny frames as fast as it can (every frame an event, each a line of the session log)
+/// gets them merged instead.
+pub const EVENT_EVERY: Duration = Duration::from_millis(25);
+
+/// Output as it streams: forwarded up to [`STREAM_CAP`], in a bounded number of events, kept
+/// (head and tail) up to the output cap for a call the supervisor has to end itself.
 pub(super) struct Streamed {
+    /// Bytes forwarded or held to be.
     forwarded: usize,
     /// Forwarding stopped (and said so).
     stopped: bool,
     kept: Capped,
+    /// Text to forward with the next event: what came while no event was left. What is still
+    /// held when the result comes is not forwarded (the result has it all); an honest worker's
+    /// chunks never wait here.
+    held: String,
+    /// Events that may be made now, and when one was last earned.
+    events: u32,
+    earned_at: Instant,
 }
 
 /// Said once, where forwarding stops.
@@ -69,10 +87,18 @@ impl Streamed {
             forwarded: 0,
             stopped: false,
             kept: Capped::new(output_cap),
+            held: String::new(),
+            events: EVENT_BURST,
+            earned_at: Instant::now(),
         }
     }
 
+    /// A chunk from the worker: forwarded now, with what was held before it, if an event is left.
     pub(super) fn push(&mut self, text: &str, on_output: &mut impl FnMut(&str)) {
+        self.push_at(text, Instant::now(), on_output);
+    }
+
+    fn push_at(&mut self, text: &str, now: Instant, on_output: &mut impl FnMut(&str)) {
         self.kept.push(text.as_bytes());
         if self.stopped {
             return;
@@ -80,16 +106,36 @@ impl Streamed {
         let room = STREAM_CAP - self.forwarded;
         if text.len() <= room {
             self.forwarded += text.len();
-            on_output(text);
+            self.held.push_str(text);
+        } else {
+            let cut = floor_boundary(text, room);
+            self.held.push_str(&text[..cut]);
+            self.held.push_str(STREAM_MARKER);
+            self.forwarded += cut;
+            self.stopped = true;
+        }
+        self.earn(now);
+        // The last event (where forwarding stops) is made whatever is left.
+        if self.held.is_empty() || (self.events == 0 && !self.stopped) {
             return;
         }
-        let cut = floor_boundary(text, room);
-        if cut > 0 {
-            on_output(&text[..cut]);
+        self.events = self.events.saturating_sub(1);
+        on_output(&std::mem::take(&mut self.held));
+    }
+
+    /// Adds the events earned since the last one, up to [`EVENT_BURST`].
+    fn earn(&mut self, now: Instant) {
+        let since = now.saturating_duration_since(self.earned_at);
+        let earned = u32::try_from(since.as_nanos() / EVENT_EVERY.as_nanos()).unwrap_or(u32::MAX);
+        if earned == 0 {
+            return;
         }
-        on_output(STREAM_MARKER);
-        self.forwarded += cut;
-        self.stopped = true;
+        self.events = self.events.saturating_add(earned).min(EVENT_BURST);
+        self.earned_at = if self.events == EVENT_BURST {
+            now
+        } else {
+            self.earned_at + EVENT_EVERY * earned
+        };
     }
 
     /// The result of a call whose worker was still running at its deadline.
@@ -295,6 +341,53 @@ mod tests {
             r.content
         );
         assert!(r.content.len() < 64 + 400, "{}", r.content);
+    }
+
+    #[test]
+    fn tiny_chunks_sent_as_fast_as_possible_make_few_events_and_lose_no_order() {
+        let start = Instant::now();
+        let mut stream = Streamed::new(1 << 20);
+        let mut events: Vec<String> = Vec::new();
+        let mut sent = String::new();
+        // 100,000 one-character chunks over one second.
+        for i in 0..100_000u32 {
+            let text = char::from(b'a' + (i % 26) as u8).to_string();
+            sent.push_str(&text);
+            let now = start + Duration::from_micros(u64::from(i) * 10);
+            stream.push_at(&text, now, &mut |t: &str| events.push(t.to_owned()));
+        }
+        let bound = EVENT_BURST as usize + 1_000 / EVENT_EVERY.as_millis() as usize;
+        assert!(events.len() <= bound, "{} events", events.len());
+        // What was forwarded is what was sent, in order; the rest goes with the next chunk.
+        let forwarded = events.concat();
+        assert!(sent.starts_with(&forwarded));
+        stream.push_at("!", start + Duration::from_secs(2), &mut |t: &str| {
+            events.push(t.to_owned())
+        });
+        sent.push('!');
+        assert_eq!(events.concat(), sent);
+    }
+
+    #[test]
+    fn an_honest_workers_chunks_are_each_forwarded_at_once() {
+        let start = Instant::now();
+        let mut stream = Streamed::new(1 << 20);
+        let mut events = 0;
+        // The most a worker sends: 16 chunks of 16 KiB (all the streaming cap holds) and a timed
+        // one at once, then a timed chunk every 50 ms, now and then two (a full one, a timed one).
+        for i in 0..1_200u32 {
+            let now = start + Duration::from_millis(u64::from(i) * 50);
+            let burst = match i {
+                0 => 17,
+                _ if i % 100 == 0 => 2,
+                _ => 1,
+            };
+            for _ in 0..burst {
+                let before = events;
+                stream.push_at("0123456789", now, &mut |_: &str| events += 1);
+                assert_eq!(events, before + 1, "chunk {i} was held");
+            }
+        }
     }
 
     #[test]
