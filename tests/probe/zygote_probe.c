@@ -55,6 +55,8 @@ static int syscalls(void) {
     TRY("x32_getpid", syscall(0x40000000 | SYS_getpid));
     TRY("clone3", syscall(SYS_clone3, NULL, 0));
     TRY("openat2", syscall(SYS_openat2, AT_FDCWD, NULL, NULL, 0));
+    /* open_tree_attr (467, Linux 6.15): newer than most headers. */
+    TRY("open_tree_attr", syscall(467, AT_FDCWD, ".", 0, NULL, 0));
     /* The late part (installed by each worker at the end of its lockdown). */
     TRY("unshare_none", syscall(SYS_unshare, 0));
     TRY("setns", syscall(SYS_setns, -1, 0));

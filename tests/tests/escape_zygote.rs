@@ -101,6 +101,7 @@ const EARLY: &[&str] = &[
     "fchmodat_setuid",
     "openat_creat_setgid",
     "x32_getpid",
+    "open_tree_attr",
 ];
 
 /// The entries each worker adds at the end of its lockdown.

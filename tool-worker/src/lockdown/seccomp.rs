@@ -142,6 +142,13 @@ macro_rules! set_id {
 /// Why set-id bits are refused, shared by every entry that could set them.
 const SET_ID_WHY: &str = "the owner may set S_ISUID/S_ISGID without CAP_FSETID: a set-uid (as root, set-uid-root) program planted for a later run outside the sandbox";
 
+/// `open_tree_attr` on x86-64 (the prologue kills every other architecture); newer than the
+/// `libc` crate's list. The table is a deny list: a syscall a newer kernel adds is allowed until
+/// it is named here, so each new one is read and placed (`listmount`, `statmount`, `mseal`,
+/// `file_getattr`/`file_setattr` only read or set what the read-only mounts and Landlock
+/// already decide).
+const SYS_OPEN_TREE_ATTR: i64 = 467;
+
 macro_rules! always {
     ($name:ident, $why:expr) => {
         Entry {
@@ -199,6 +206,12 @@ pub fn table(network: bool) -> Vec<Entry> {
         always!(SYS_fspick, "the new mount API"),
         always!(SYS_move_mount, "the new mount API"),
         always!(SYS_open_tree, "the new mount API"),
+        Entry {
+            name: "open_tree_attr",
+            nr: SYS_OPEN_TREE_ATTR,
+            when: When::Always,
+            why: "the new mount API (open_tree with mount attributes, Linux 6.15)",
+        },
         always!(SYS_mount_setattr, "the new mount API"),
         always!(
             SYS_unshare,
