@@ -339,3 +339,129 @@ both!(
         assert!(next.stdout.contains("next"), "{next:?}");
     }
 );
+
+/// A workspace with a submodule at `vendor/lib` (its git directory in `.git/modules`).
+fn with_deep_submodule(label: &str, who: As) -> (Dir, Dir) {
+    let src = source_repo(who);
+    let ws = repo(label, who);
+    let src_path = src.0.display().to_string();
+    host_git(
+        &ws.0,
+        who,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &src_path,
+            "vendor/lib",
+        ],
+    );
+    host_git(&ws.0, who, &["commit", "-qm", "submodule"]);
+    (ws, src)
+}
+
+both!(
+    a_submodule_hidden_from_gitmodules_is_still_found_in_the_index,
+    |who| {
+        for hide in [
+            format!("{GIT} config -f .gitmodules --remove-section submodule.vendor/lib"),
+            "printf '# caf\\351\\n' >> .gitmodules".to_owned(),
+        ] {
+            let (ws, _src) = with_deep_submodule("hidden-submodule", who);
+            let hidden = sandbox_within(
+                who,
+                &ws.0,
+                &[],
+                &format!("{hide} && echo hidden"),
+                LIMIT,
+                &[],
+            );
+            assert!(hidden.stdout.contains("hidden"), "{hidden:?}");
+            let marker = ws.0.with_extension("pwned-hidden-submodule");
+            let attack = format!(
+                "cp -a .git/modules/vendor/lib .evil; printf '{config}\\tworktree = ../vendor/lib\\n' > .evil/config; printf 'gitdir: ../../.evil\\n' > vendor/lib/.git; echo planted",
+                config = fsmonitor_config(&marker)
+            );
+            let run = sandbox_within(who, &ws.0, &[], &attack, LIMIT, &[]);
+            assert!(run.stdout.contains("planted"), "{hide}: {run:?}");
+            assert_eq!(
+                std::fs::read_to_string(ws.0.join("vendor/lib/.git")).unwrap(),
+                "gitdir: ../../.git/modules/vendor/lib\n",
+                "{hide}: {run:?}"
+            );
+            assert!(
+                !later_git_status_runs_planted_code(&ws.0, who, &marker),
+                "{hide}: {run:?}"
+            );
+        }
+    }
+);
+
+both!(
+    a_git_file_naming_a_directory_that_is_not_utf8_is_still_followed,
+    |who| {
+        let ws = repo("gitdir-bytes", who);
+        let marker = ws.0.with_extension("pwned-gitdir-bytes");
+        let attack = format!(
+            "d=\"$PWD/$(printf '.e\\377v')\"; {GIT} init -q --separate-git-dir=\"$d\" sub && cd sub && echo s > s && {GIT} add s && {GIT} commit -qm s && {GIT} config core.fsmonitor 'touch {m}; false' && cd .. && {GIT} add sub 2>/dev/null; echo planted",
+            m = marker.display()
+        );
+        let run = sandbox_within(who, &ws.0, &[], &attack, LIMIT, &[]);
+        assert!(run.stdout.contains("planted"), "{run:?}");
+        assert!(
+            !later_git_status_runs_planted_code(&ws.0, who, &marker),
+            "{run:?}"
+        );
+    }
+);
+
+both!(
+    a_configured_path_below_a_symlink_the_call_made_is_refused_and_one_outside_works,
+    |who| {
+        let ws = Dir::new("steered-parent", who);
+        let outside = Dir::new("steered-parent-out", who);
+        std::fs::create_dir_all(outside.0.join("bin")).unwrap();
+        give(&outside.0, who);
+        let made = sandbox_within(
+            who,
+            &ws.0,
+            &[],
+            &format!("ln -s {} build && echo made", outside.0.display()),
+            LIMIT,
+            &[],
+        );
+        assert!(made.stdout.contains("made"), "{made:?}");
+        let nested = ws.0.join("build/bin").display().to_string();
+        let run = sandbox_within(
+            who,
+            &ws.0,
+            &["--write-path", &nested],
+            "touch build/bin/x; echo ran",
+            LIMIT,
+            &[],
+        );
+        assert_eq!(run.code, 125, "{run:?}");
+        assert!(!outside.0.join("bin/x").exists(), "{run:?}");
+        // The user's own symlink outside every writable root is followed, as it always was.
+        let real = Dir::new("user-cache", who);
+        let link = real.0.with_extension("link");
+        std::os::unix::fs::symlink(&real.0, &link).unwrap();
+        let link_arg = link.display().to_string();
+        let ok = sandbox_within(
+            who,
+            &ws.0,
+            &["--write-path", &link_arg],
+            &format!(
+                "echo kept > {}/f && cat {}/f",
+                real.0.display(),
+                real.0.display()
+            ),
+            LIMIT,
+            &[],
+        );
+        let _ = std::fs::remove_file(&link);
+        assert!(ok.stdout.contains("kept"), "{ok:?}");
+    }
+);

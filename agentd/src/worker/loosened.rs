@@ -5,7 +5,8 @@
 //! directory left writable to others lets *another local user* plant later — a `.git/commondir`
 //! or a hook, between this call and the user's next `git status` — which is the same attack by
 //! another hand. So after each call the directories where git and the editors look for what they
-//! run (each writable root, its `.git`, `.git/modules`, `.git/worktrees`) get back the closed
+//! run (each writable root, its `.git`, every directory under `.git/modules` and
+//! `.git/worktrees`, and a `.git` one level down) get back the closed
 //! state they had when the session began: write bits for group and others the call added are
 //! removed, and an ACL the call added is removed. Opened without following a symlink on the way;
 //! what was open at the session's start is the user's choice and stays.
@@ -17,8 +18,47 @@ use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
-/// The directories looked at in each writable root, relative to it.
-const WATCHED: [&str; 4] = ["", ".git", ".git/modules", ".git/worktrees"];
+/// Most directories looked at in one writable root.
+const MAX_WATCHED: usize = 512;
+
+/// The directories looked at in a writable root, relative to it: the root, its `.git`, every
+/// directory under `.git/modules` and `.git/worktrees` (submodules' and worktrees' git
+/// directories, their hooks), and each `.git` directory one level down — found without
+/// following a symlink, at most [`MAX_WATCHED`].
+fn watched_dirs(root: &Path) -> Vec<String> {
+    let mut out = vec![String::new(), ".git".to_owned()];
+    let mut pending: Vec<String> = vec![".git/modules".into(), ".git/worktrees".into()];
+    while let Some(rel) = pending.pop() {
+        if out.len() >= MAX_WATCHED {
+            break;
+        }
+        if !std::fs::symlink_metadata(root.join(&rel)).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        if let Ok(entries) = std::fs::read_dir(root.join(&rel)) {
+            for entry in entries.filter_map(Result::ok) {
+                let store = ["objects", "refs", "logs", "lfs"]
+                    .iter()
+                    .any(|n| entry.file_name() == *n);
+                if !store && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    pending.push(format!("{rel}/{}", entry.file_name().to_string_lossy()));
+                }
+            }
+        }
+        out.push(rel);
+    }
+    if let Ok(entries) = std::fs::read_dir(root) {
+        for entry in entries.filter_map(Result::ok).take(MAX_WATCHED) {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let rel = format!("{}/.git", entry.file_name().to_string_lossy());
+                if std::fs::symlink_metadata(root.join(&rel)).is_ok_and(|m| m.is_dir()) {
+                    out.push(rel);
+                }
+            }
+        }
+    }
+    out
+}
 
 /// The ACL attributes of a directory.
 const ACLS: [&CStr; 2] = [c"system.posix_acl_access", c"system.posix_acl_default"];
@@ -44,9 +84,9 @@ impl Snapshot {
     pub fn of<'a>(roots: impl IntoIterator<Item = &'a PathBuf>) -> Snapshot {
         let mut dirs = BTreeMap::new();
         for root in roots {
-            for rel in WATCHED {
-                if let Some(fd) = open_dir(root, Path::new(rel)) {
-                    dirs.insert(watched(root, rel), openness(&fd));
+            for rel in watched_dirs(root) {
+                if let Some(fd) = open_dir(root, Path::new(&rel)) {
+                    dirs.insert(watched(root, &rel), openness(&fd));
                 }
             }
         }
@@ -62,11 +102,11 @@ impl Snapshot {
         };
         let mut notes = Vec::new();
         for root in roots {
-            for rel in WATCHED {
-                let Some(fd) = open_dir(root, Path::new(rel)) else {
+            for rel in watched_dirs(root) {
+                let Some(fd) = open_dir(root, Path::new(&rel)) else {
                     continue;
                 };
-                let path = watched(root, rel);
+                let path = watched(root, &rel);
                 let then = self.dirs.get(&path).copied().unwrap_or(closed);
                 let now = openness(&fd);
                 let mut done = Vec::new();
@@ -212,7 +252,16 @@ mod tests {
             std::fs::Permissions::from_mode(0o1777),
         )
         .unwrap();
+        // A submodule's git directory and a repository one level down.
+        for d in [".git/modules/lib/hooks", "sub/.git"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+            std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        std::fs::set_permissions(root.join("sub"), std::fs::Permissions::from_mode(0o755)).unwrap();
         let notes = before.close_again(&roots);
+        for d in [".git/modules/lib/hooks", "sub/.git"] {
+            assert_eq!(mode(&root.join(d)) & 0o022, 0, "{d}");
+        }
         assert_eq!(mode(&root), 0o755);
         assert_eq!(mode(&root.join(".git")), 0o755);
         assert_eq!(
@@ -221,7 +270,7 @@ mod tests {
             "the group's was there"
         );
         assert_eq!(mode(&root.join(".git/worktrees")), 0o1755, "new: closed");
-        assert_eq!(notes.len(), 4, "{notes:?}");
+        assert_eq!(notes.len(), 6, "{notes:?}");
         assert!(before.close_again(&roots).is_empty(), "nothing more to do");
         std::fs::remove_dir_all(&root).unwrap();
     }

@@ -71,10 +71,21 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
             (entered, Some(parent))
         }
     };
-    let protected = if namespaces.mount {
+    let mounted = if namespaces.mount {
         mounts::set_up(spec).map_err(|e| fail(WorkerStep::Mounts, e))?
     } else {
-        Vec::new()
+        mounts::Mounted {
+            write_paths: spec.write_paths.clone(),
+            read_paths: spec.read_paths.clone(),
+            ..mounts::Mounted::default()
+        }
+    };
+    let protected = mounted.protected;
+    // Landlock's rules name what the mounts carried over: the configured paths resolved.
+    let landlock_spec = SandboxSpec {
+        write_paths: mounted.write_paths,
+        read_paths: mounted.read_paths,
+        ..spec.clone()
     };
     std::env::set_current_dir(&spec.workspace).map_err(|e| {
         fail(
@@ -104,7 +115,7 @@ pub fn lock_down(spec: &SandboxSpec, warm: warm::Warm) -> Result<LockdownReport,
     process::not_dumpable().map_err(|e| fail(WorkerStep::Capabilities, e))?;
     caps::clear_all().map_err(|e| fail(WorkerStep::Capabilities, e))?;
     process::no_new_privs().map_err(|e| fail(WorkerStep::NoNewPrivs, e))?;
-    let (landlock, abi) = landlock::enforce(spec, namespaces.mount, warm.fixed)
+    let (landlock, abi) = landlock::enforce(&landlock_spec, namespaces.mount, warm.fixed)
         .map_err(|e| fail(WorkerStep::Landlock, e))?;
     match &warm.tables {
         Some(tables) => seccomp::install_late(tables.late(spec.network)),

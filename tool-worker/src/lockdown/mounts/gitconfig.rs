@@ -49,6 +49,41 @@ pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Bounded> {
     read_opened_capped(open_unsteered(path)?, max)
 }
 
+/// The bytes of the regular file at `path`, as [`read_regular`] opens it: `Ok(None)` when it
+/// does not exist or is not a regular file (a FIFO, a device, a symlink), an error when it
+/// cannot be read or holds more than `max` bytes.
+pub fn read_regular_bytes(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    let file = open_unsteered(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > max {
+        return Err(format!("longer than {max} bytes"));
+    }
+    Ok(bytes)
+}
+
+/// A small file git reads for a path (`.git`, `commondir`, `.gitmodules`): `Ok(None)` when there
+/// is none to read (missing, a FIFO, a device, a symlink — git would not get a path from those
+/// either), its bytes otherwise, an error when it exists and cannot be read.
+fn read_pointer(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => read_regular_bytes(path, MAX_CONFIG_BYTES).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// `bytes` as a path, whatever they are (git takes any bytes but NUL).
+fn bytes_path(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes.trim_ascii()))
+}
+
 /// `path` opened for reading without following a symlink in its last component, waiting on a
 /// FIFO or taking a terminal: what every read of a file the model may have written starts with.
 fn open_unsteered(path: &Path) -> std::io::Result<std::fs::File> {
@@ -213,9 +248,10 @@ const GIT_DIR_NAMES: [&str; 4] = ["hooks", "config", "config.worktree", "commond
 /// (what is there is read-only to the call already).
 pub fn redirects(root: &Path, globals: &[PathBuf], home: Option<&Path>, within: &Within) -> Found {
     let mut found = Vec::new();
+    let mut unreadable = Vec::new();
     let mut git_dirs = vec![root.join(".git")];
-    for dot_git in dot_gits(root, within) {
-        if let Some(target) = gitdir_file(&dot_git) {
+    for dot_git in dot_gits(root, within, &mut unreadable) {
+        if let Some(target) = gitdir_file(&dot_git, &mut unreadable) {
             found.push(dot_git);
             if within.holds_dir(&target) {
                 found.extend(GIT_DIR_NAMES.iter().map(|n| target.join(n)));
@@ -233,7 +269,7 @@ pub fn redirects(root: &Path, globals: &[PathBuf], home: Option<&Path>, within: 
     // directory its `commondir` names (a bare repository beside the worktrees, `.bare`).
     let mut commons = Vec::new();
     for dir in &git_dirs {
-        if let Some(common) = commondir(dir).filter(|c| within.holds_dir(c)) {
+        if let Some(common) = commondir(dir, &mut unreadable).filter(|c| within.holds_dir(c)) {
             found.extend(GIT_DIR_NAMES.iter().map(|n| common.join(n)));
             commons.push(common);
         }
@@ -242,6 +278,7 @@ pub fn redirects(root: &Path, globals: &[PathBuf], home: Option<&Path>, within: 
     let mut scan = Scan {
         home: home.map(Path::to_path_buf),
         within: within.clone(),
+        unreadable,
         ..Scan::default()
     };
     for global in globals {
@@ -262,10 +299,11 @@ pub fn redirects(root: &Path, globals: &[PathBuf], home: Option<&Path>, within: 
     }
 }
 
-/// The `.git` entries git reads as a repository's: the root's, every one a level down (`sub/.git`,
-/// as the protected names `*/.git/config` and `*/.git/hooks` cover the directories there), and
-/// each submodule's that the root's `.gitmodules` places deeper (`vendor/lib/.git`).
-fn dot_gits(root: &Path, within: &Within) -> Vec<PathBuf> {
+/// The `.git` entries git reads as a repository's: the root's, every one a level down
+/// (`sub/.git`, as the protected names `*/.git/config` and `*/.git/hooks` cover the directories
+/// there), and each submodule's deeper down (`vendor/lib/.git`) that the index records as a
+/// gitlink or the root's `.gitmodules` names.
+fn dot_gits(root: &Path, within: &Within, unreadable: &mut Vec<(PathBuf, String)>) -> Vec<PathBuf> {
     let mut out = vec![root.join(".git")];
     if let Ok(entries) = std::fs::read_dir(root) {
         out.extend(
@@ -276,37 +314,65 @@ fn dot_gits(root: &Path, within: &Within) -> Vec<PathBuf> {
                 .map(|p| p.join(".git")),
         );
     }
-    let gitmodules = read_small(&root.join(".gitmodules")).unwrap_or_default();
-    for entry in parse(&gitmodules) {
-        let rel = Path::new(&entry.value);
-        let plain = rel.components().all(|c| matches!(c, Component::Normal(_)));
-        if entry.section == "submodule" && entry.key == "path" && plain {
-            let dot_git = root.join(rel).join(".git");
-            if within.has_entry(&dot_git) {
-                out.push(dot_git);
+    let mut deeper = Vec::new();
+    if within.enterable(&root.join(".git")) {
+        deeper.extend(super::git_index::gitlinks(&root.join(".git/index")));
+    }
+    let gitmodules = root.join(".gitmodules");
+    match read_pointer(&gitmodules) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned();
+            for entry in parse(&text) {
+                if entry.section == "submodule" && entry.key == "path" {
+                    if entry.value.contains(char::REPLACEMENT_CHARACTER) {
+                        unreadable.push((gitmodules.clone(), "a path in it is not UTF-8".into()));
+                    }
+                    deeper.push(PathBuf::from(entry.value));
+                }
             }
+        }
+        Err(why) => unreadable.push((gitmodules, why)),
+    }
+    for rel in deeper {
+        let plain = rel.components().all(|c| matches!(c, Component::Normal(_)));
+        let dot_git = root.join(rel).join(".git");
+        if plain && within.has_entry(&dot_git) {
+            out.push(dot_git);
         }
     }
     out
 }
 
 /// The directory `git_dir/commondir` names (relative to `git_dir`), if it names one.
-fn commondir(git_dir: &Path) -> Option<PathBuf> {
-    let text = read_small(&git_dir.join("commondir"))?;
-    let named = text.lines().next()?.trim();
-    (!named.is_empty()).then(|| lexical_clean(&git_dir.join(named)))
+fn commondir(git_dir: &Path, unreadable: &mut Vec<(PathBuf, String)>) -> Option<PathBuf> {
+    let file = git_dir.join("commondir");
+    let bytes = match read_pointer(&file) {
+        Ok(bytes) => bytes?,
+        Err(why) => {
+            unreadable.push((file, why));
+            return None;
+        }
+    };
+    let line = bytes.split(|b| *b == b'\n').next()?;
+    let named = bytes_path(line);
+    (!named.as_os_str().is_empty()).then(|| lexical_clean(&git_dir.join(named)))
 }
 
 /// The git directory a `.git` file at `dot_git` names (`gitdir: PATH`, relative to the file's
-/// directory), if it is a regular file that names one.
-fn gitdir_file(dot_git: &Path) -> Option<PathBuf> {
-    if !std::fs::symlink_metadata(dot_git).is_ok_and(|m| m.file_type().is_file()) {
-        return None;
-    }
-    let text = read_small(dot_git)?;
-    let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?;
+/// directory, any bytes), if it is a regular file that names one.
+fn gitdir_file(dot_git: &Path, unreadable: &mut Vec<(PathBuf, String)>) -> Option<PathBuf> {
+    let bytes = match read_pointer(dot_git) {
+        Ok(bytes) => bytes?,
+        Err(why) => {
+            unreadable.push((dot_git.to_path_buf(), why));
+            return None;
+        }
+    };
+    let target = bytes
+        .split(|b| *b == b'\n')
+        .find_map(|l| l.strip_prefix(b"gitdir:"))?;
     let base = dot_git.parent()?;
-    Some(lexical_clean(&base.join(target.trim())))
+    Some(lexical_clean(&base.join(bytes_path(target))))
 }
 
 /// What one scan of config files has read so far, to read each once and a bounded number.

@@ -68,6 +68,44 @@ fn open_tree(path: &Path, follow: bool) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// A detached copy of the tree at `path`, reached without following any symlink on the way: the
+/// path is canonical when the view is read, and a component a concurrent call swapped for a
+/// symlink since (a parent of a configured write path inside the workspace, flipped to
+/// `/usr/local`) fails the step instead of grabbing where it now leads.
+fn open_tree_no_symlinks(path: &Path) -> std::io::Result<OwnedFd> {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::Mode;
+    let names: Vec<&std::ffi::OsStr> = path
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut at = nix::fcntl::open("/", flags | OFlag::O_DIRECTORY, Mode::empty())?;
+    for (i, name) in names.iter().enumerate() {
+        let dir = if i + 1 < names.len() {
+            OFlag::O_DIRECTORY
+        } else {
+            OFlag::empty()
+        };
+        at = openat(&at, *name, flags | dir, Mode::empty())?;
+    }
+    if nix::sys::stat::fstat(&at)?.st_mode & libc::S_IFMT == libc::S_IFLNK {
+        return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    let empty = c"";
+    let flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | libc::AT_EMPTY_PATH as u32;
+    // SAFETY: `at` is an open descriptor we own and `empty` a valid NUL-terminated string; the
+    // kernel returns a new descriptor (or -1) and writes no memory of ours.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, at.as_raw_fd(), empty.as_ptr(), flags) };
+    last_error(fd, ())?;
+    let fd = i32::try_from(fd).map_err(|_| std::io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// Attaches the detached tree `from` at `to` (a final symlink in `to` is not followed).
 fn move_mount(from: &OwnedFd, to: &Path) -> std::io::Result<()> {
     let c = c_path(to)?;
@@ -141,7 +179,7 @@ impl Mounter for Kernel {
             .map_err(std::io::Error::from)
             .map_err(err("making private", root)),
             Step::Grab { slot, path } => {
-                let fd = open_tree(path, true).map_err(err("copying the tree at", path))?;
+                let fd = open_tree_no_symlinks(path).map_err(err("copying the tree at", path))?;
                 if self.slots.len() <= *slot {
                     self.slots.resize_with(slot + 1, || None);
                 }

@@ -5,10 +5,12 @@
 //! ordered steps (pure, unit-tested); [`apply`] runs them through a [`Mounter`] — the kernel
 //! ([`kernel::Kernel`]) in the worker, a recorder in tests.
 
+pub mod git_index;
 pub mod gitconfig;
 pub mod kernel;
 pub mod name_glob;
 pub mod plan;
+pub mod resolve;
 pub mod view;
 pub mod within;
 
@@ -43,9 +45,19 @@ pub fn apply(steps: &[Step], mounter: &mut impl Mounter) -> Result<(), MountErro
 /// Builds the view `spec` asks for in the current (fresh) mount namespace. Returns the protected
 /// paths made read-only. Must run in the PID namespace's init (for `/proc`) and before the
 /// working directory is entered.
-pub fn set_up(spec: &protocol::worker::SandboxSpec) -> Result<Vec<PathBuf>, MountError> {
+pub fn set_up(spec: &protocol::worker::SandboxSpec) -> Result<Mounted, MountError> {
     refuse_pseudo_filesystems(spec)?;
     let view = View::read(spec)?;
+    // Where the configured paths lead, for Landlock's rules: after the mounts a symlink under a
+    // hidden directory (`/tmp/cache-link`) is gone, its target carried over.
+    let writable = view.roots(spec);
+    let resolved = |paths: &[PathBuf]| -> Vec<PathBuf> {
+        paths
+            .iter()
+            .filter_map(|p| resolve::resolve(p, &writable).ok().flatten())
+            .collect()
+    };
+    let (write_paths, read_paths) = (resolved(&spec.write_paths), resolved(&spec.read_paths));
     let mounts = view.protected.len() + view.pins.len();
     if mounts > view::MAX_PROTECTED {
         return Err(MountError {
@@ -75,7 +87,23 @@ pub fn set_up(spec: &protocol::worker::SandboxSpec) -> Result<Vec<PathBuf>, Moun
         });
     }
     apply(&plan(&view), &mut kernel::Kernel::default())?;
-    Ok(view.protected)
+    Ok(Mounted {
+        protected: view.protected,
+        write_paths,
+        read_paths,
+    })
+}
+
+/// What [`set_up`] made.
+#[derive(Debug, Default)]
+pub struct Mounted {
+    /// The protected paths made read-only.
+    pub protected: Vec<PathBuf>,
+    /// The configured write paths as resolved when the view was read (symlinks outside the
+    /// writable roots followed), for the rules that come after the mounts.
+    pub write_paths: Vec<PathBuf>,
+    /// The configured read paths, likewise.
+    pub read_paths: Vec<PathBuf>,
 }
 
 /// A writable `/proc`, `/sys` or `/dev` is the host's kernel settings and devices, not files: a

@@ -146,20 +146,52 @@ fn writable_paths(spec: &SandboxSpec) -> Vec<&Path> {
 }
 
 impl View {
+    /// The writable roots of this view, canonical (what configured paths are resolved against).
+    pub fn roots(&self, spec: &SandboxSpec) -> Vec<PathBuf> {
+        let mut roots: Vec<PathBuf> = self.writable.iter().map(|r| r.path.clone()).collect();
+        roots.extend(within(spec).roots().iter().cloned());
+        roots
+    }
+
     /// The view `spec` asks for, as this machine has it; refused when a configured path leads
     /// through a symlink a call could have made, or a git config that decides what is
     /// protected cannot be read.
     pub fn read(spec: &SandboxSpec) -> Result<View, MountError> {
-        refuse_steered_paths(spec)?;
-        let writable_paths = writable_paths(spec);
+        let bases = within(spec);
+        let configured = |path: &Path| -> Result<Option<Root>, MountError> {
+            if !spec
+                .write_paths
+                .iter()
+                .chain(&spec.read_paths)
+                .any(|p| p == path)
+            {
+                return Ok(root(path));
+            }
+            match super::resolve::resolve(path, bases.roots()) {
+                Ok(resolved) => Ok(resolved.and_then(|r| root(&r))),
+                Err(steered) => Err(MountError {
+                    what: "a configured path leads through a symlink inside a writable root",
+                    path: path.to_path_buf(),
+                    source: std::io::Error::other(format!(
+                        "{steered}: remove it, or configure the path it points to"
+                    )),
+                }),
+            }
+        };
         let mut readable_paths: Vec<&Path> = spec.read_paths.iter().map(PathBuf::as_path).collect();
         if spec.profile == SandboxProfile::ReadOnly {
             readable_paths.push(&spec.workspace);
         }
         // Resolved by `root` below: a symlink into /run (systemd-resolved) is carried over.
         readable_paths.push(Path::new("/etc/resolv.conf"));
-        let writable: Vec<Root> = writable_paths.into_iter().filter_map(root).collect();
-        let readable: Vec<Root> = readable_paths.into_iter().filter_map(root).collect();
+        let mut writable = Vec::new();
+        for path in writable_paths(spec) {
+            writable.extend(configured(path)?);
+        }
+        let mut readable = Vec::new();
+        for path in readable_paths {
+            readable.extend(configured(path)?);
+        }
         let kept: Vec<&Path> = writable
             .iter()
             .chain(&readable)
@@ -237,33 +269,6 @@ fn hard_linked(path: &Path) -> Option<PathBuf> {
 
 /// Most entries of a protected directory looked at for hard links.
 const MAX_LISTED: usize = 1024;
-
-/// Refuses a configured write or read path that leads through a symlink inside a writable root
-/// (the workspace, the temp dir, another write path): a call may have made it
-/// (`ln -s /etc cache` for a `write_paths` entry `ws/cache` that did not exist yet), and the
-/// next call would get the symlink's target, anywhere on the host, writable or readable.
-fn refuse_steered_paths(spec: &SandboxSpec) -> Result<(), MountError> {
-    let bases = within(spec);
-    for configured in spec.write_paths.iter().chain(&spec.read_paths) {
-        let mut prefix = PathBuf::new();
-        for component in configured.components() {
-            prefix.push(component);
-            let is_symlink =
-                std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink());
-            if is_symlink && bases.has_entry(&prefix) {
-                return Err(MountError {
-                    what: "a configured path leads through a symlink inside a writable root",
-                    path: configured.clone(),
-                    source: std::io::Error::other(format!(
-                        "{} is a symlink a call could have made: remove it, or configure the path it points to",
-                        prefix.display()
-                    )),
-                });
-            }
-        }
-    }
-    Ok(())
-}
 
 /// `path` as a root, if it exists.
 fn root(path: &Path) -> Option<Root> {

@@ -27,6 +27,11 @@ impl Within {
         }
     }
 
+    /// The roots, canonical.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
     /// Whether `path`, resolved, lies inside (or is) one of the roots.
     pub fn holds(&self, path: &Path) -> bool {
         path.canonicalize()
