@@ -47,6 +47,7 @@ fn main() {
         Some(Command::Demo(args)) => agentd::demo::run(args),
         Some(Command::Sessions(args)) => agentd::cli::sessions::run(args),
     };
+    agentd::worker::late_check::wait_before_exit("agent");
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {

@@ -44,6 +44,7 @@ fn main() {
         Command::Serve(args) => agentd::cli::serve::run(args),
         Command::Status(args) => agentd::cli::status::run(args),
     };
+    agentd::worker::late_check::wait_before_exit("agentd");
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {

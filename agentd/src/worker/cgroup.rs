@@ -219,6 +219,20 @@ impl CallGroup {
 }
 
 impl CallGroup {
+    /// Whether a process other than `worker` is in the group: something the call started that
+    /// has not ended (the worker reaps them before its result; a killed process stuck in the
+    /// kernel is still listed).
+    pub fn holds_other_than(&self, worker: Option<u32>) -> bool {
+        self.dirs.iter().any(|dir| {
+            std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|procs| {
+                procs
+                    .lines()
+                    .filter_map(|l| l.trim().parse::<u32>().ok())
+                    .any(|pid| Some(pid) != worker)
+            })
+        })
+    }
+
     /// Whether no process is in the group (in any of its hierarchies).
     fn is_empty(&self) -> bool {
         self.dirs.iter().all(|dir| {

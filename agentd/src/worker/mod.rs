@@ -9,6 +9,7 @@
 pub mod caps;
 pub mod cgroup;
 pub mod env;
+pub mod late_check;
 pub mod loosened;
 pub mod pool;
 pub mod process;

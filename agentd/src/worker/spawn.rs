@@ -81,6 +81,9 @@ const EXIT_AFTER_RESULT: Duration = Duration::from_secs(1);
 /// checked anyway (the drop blocks its thread meanwhile; a killed worker is reaped in
 /// milliseconds).
 const REAP_DROPPED: Duration = Duration::from_secs(3);
+/// How long a killed worker (a timed-out or failed call) is waited for before its check is left
+/// to [`super::late_check`].
+const REAP_ENDED: Duration = Duration::from_secs(5);
 /// How long a dropped worker that ran no request is waited for, so that its cgroup can go.
 const REAP_IDLE: Duration = Duration::from_millis(200);
 /// Grace beyond a call's timeout for the worker to report its own timeout, before the supervisor
@@ -417,7 +420,19 @@ impl ReadyWorker {
         };
         match outcome {
             Ok(mut result) => {
-                if !result.timed_out {
+                // The worker is trusted with nothing: its cgroup must hold it alone, else what
+                // the call started has not ended, and the check waits until it has.
+                let lingering = self
+                    .group
+                    .as_ref()
+                    .is_some_and(|g| g.holds_other_than(self.child.id()));
+                if lingering {
+                    tracing::warn!(
+                        "a tool-worker sent its result while processes of its call remained; the call is ended and checked after them"
+                    );
+                }
+                let check_after_kill = result.timed_out || lingering;
+                if !check_after_kill {
                     // The worker sends its result once everything the call started is gone (it
                     // is the PID namespace's init and reaps them first), so the workspace is the
                     // call's last word: check it now.
@@ -435,7 +450,7 @@ impl ReadyWorker {
                     self.end().await.1
                 };
                 match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) if detach && !result.timed_out => {
+                    Ok(runtime) if detach && !check_after_kill => {
                         let counted = InFlight::new();
                         runtime.spawn(async move {
                             teardown.await;
@@ -530,9 +545,15 @@ impl ReadyWorker {
         if let Some(group) = &self.group {
             group.kill();
         }
-        let _ = self.child.wait().await;
-        drop(self.group.take());
-        let notes = self.check_if_unchecked();
+        let reaped = tokio::time::timeout(REAP_ENDED, self.child.wait())
+            .await
+            .is_ok();
+        let notes = if reaped {
+            drop(self.group.take());
+            self.check_if_unchecked()
+        } else {
+            self.check_later()
+        };
         self.ended = true;
         let stderr = match self.stderr.take() {
             Some(mut reader) => {
@@ -585,14 +606,36 @@ impl ReadyWorker {
             } else {
                 REAP_IDLE
             };
-            if !self.child.reaped_within(within) && self.unchecked {
-                tracing::warn!(
-                    "an interrupted call's tool-worker was not reaped within {within:?} of its kill; its protected paths are checked anyway"
-                );
-            }
+            let reaped = self.child.reaped_within(within);
             self.ended = true;
+            if !reaped {
+                return self.check_later();
+            }
         }
         self.check_if_unchecked()
+    }
+
+    /// A worker killed and not yet reaped: its call's check, if it needs one, is left to
+    /// [`super::late_check`], which runs it once the worker has ended. The note for the call.
+    fn check_later(&mut self) -> Vec<String> {
+        if !std::mem::take(&mut self.unchecked) {
+            return Vec::new();
+        }
+        match self.child.pidfd() {
+            Some(pidfd) => vec![super::late_check::after_exit(
+                pidfd,
+                std::sync::Arc::clone(&self.baseline),
+                self.spec.clone(),
+                self.group.take(),
+            )],
+            None => {
+                tracing::warn!(
+                    "a call's tool-worker was not reaped after its kill and cannot be waited for; its protected paths are checked now"
+                );
+                drop(self.group.take());
+                self.baseline.check(&self.spec)
+            }
+        }
     }
 }
 

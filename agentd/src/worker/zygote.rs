@@ -56,6 +56,11 @@ impl WorkerProcess {
         self.pid
     }
 
+    /// Another descriptor of its pidfd.
+    pub fn pidfd(&self) -> Option<OwnedFd> {
+        self.pidfd.try_clone().ok()
+    }
+
     /// Sends it `SIGKILL` (through its pidfd: never another process that reused the pid).
     pub fn start_kill(&self) {
         // SAFETY: pidfd_send_signal takes a descriptor we own, a signal number, a null info

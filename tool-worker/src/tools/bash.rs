@@ -345,8 +345,13 @@ fn watch(
     }
     output.send(channel, true);
     // Everything the command left was killed when it exited; wait until it is gone, so that when
-    // the result is sent the namespace holds the worker alone and nothing can still write.
-    reap_namespace(deadline.max(Instant::now() + NAMESPACE_GRACE));
+    // the result is sent the namespace holds the worker alone and nothing can still write. What
+    // is still there at the deadline (a rename queued in the kernel behind a slow unlink, in
+    // uninterruptible sleep, lands whenever that ends) makes the call a timed-out one: the
+    // supervisor then checks the workspace only once the namespace is gone.
+    if !reap_namespace(deadline.max(Instant::now() + NAMESPACE_GRACE)) {
+        return (Some(124), true);
+    }
     (code.flatten(), false)
 }
 
@@ -354,21 +359,22 @@ fn watch(
 const NAMESPACE_GRACE: Duration = Duration::from_millis(500);
 
 /// As the PID namespace's init, reaps every process left in it (they have been sent SIGKILL)
-/// until none is left or `until`; elsewhere does nothing.
-fn reap_namespace(until: Instant) {
+/// until none is left or `until`; whether none is left. Elsewhere does nothing (and says so).
+fn reap_namespace(until: Instant) -> bool {
     if nix::unistd::getpid().as_raw() != 1 {
-        return;
+        return true;
     }
     loop {
         match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) => {
                 if Instant::now() >= until {
-                    return;
+                    return false;
                 }
                 std::thread::sleep(Duration::from_micros(200));
             }
             Ok(_) | Err(nix::Error::EINTR) => {}
-            Err(_) => return,
+            // ECHILD: no process is left in the namespace but this one.
+            Err(_) => return true,
         }
     }
 }
