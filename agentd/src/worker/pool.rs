@@ -196,7 +196,13 @@ impl WorkerPool {
             }
         };
         let result = worker.run_detached(tool, timeout_ms, on_output).await;
-        drop(tmp);
+        // Removing what the call left can take the kernel seconds (a file of many extents):
+        // not on a runtime thread, which other sessions' calls and Ctrl-C need. A runtime being
+        // shut down waits for its blocking tasks, so nothing is left behind at exit.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || drop(tmp))),
+            Err(_) => drop(tmp),
+        }
         result
     }
 }
