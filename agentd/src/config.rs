@@ -45,6 +45,8 @@ pub struct ServerSection {
     /// How long running turns may go on after SIGTERM before they are interrupted,
     /// milliseconds.
     pub shutdown_grace_ms: Option<u64>,
+    /// The largest session log a new turn is started on, bytes.
+    pub max_session_log_bytes: Option<u64>,
 }
 
 impl ServerSection {
@@ -68,6 +70,9 @@ impl ServerSection {
             shutdown_grace: self
                 .shutdown_grace_ms
                 .map_or(d.shutdown_grace, std::time::Duration::from_millis),
+            max_session_log_bytes: self
+                .max_session_log_bytes
+                .unwrap_or(d.max_session_log_bytes),
         }
     }
 }

@@ -273,3 +273,48 @@ fn a_message_over_the_size_limit_is_refused_and_nothing_is_logged() {
         assert_eq!(mock.requests().len(), 1);
     });
 }
+
+#[test]
+fn a_session_whose_log_passed_its_bound_takes_no_new_turn() {
+    let rt = runtime();
+    let mock = rt.block_on(MockLlm::start(vec![
+        answer("one"),
+        answer("two"),
+        answer("three"),
+    ]));
+    // A small bound, so that a few turns pass it.
+    let place = Place::new("[server]\nmax_session_log_bytes = 3000\n");
+    let _d = Daemon::start(&place, &mock.url());
+    let ws = workspace();
+    rt.block_on(async {
+        let mut a = Client::connect(&place.socket, Encoding::Bincode).await;
+        let id = a.create(&ws.0, "on_risk").await;
+        a.attach(&id, None).await;
+        let long = "x".repeat(1500);
+        let mut refused = None;
+        for _ in 0..3 {
+            match a.send(&id, &long).await {
+                ResponseBody::Ok => {
+                    a.until_turn_finished().await;
+                }
+                other => {
+                    refused = Some(other);
+                    break;
+                }
+            }
+        }
+        let refused = refused.expect("a turn past the bound was refused");
+        assert_eq!(code(&refused), Some(ErrorCode::Conflict), "{refused:?}");
+        let ResponseBody::Error(e) = &refused else {
+            unreachable!()
+        };
+        assert!(e.message.contains("max_session_log_bytes"), "{e:?}");
+        assert!(std::fs::metadata(place.log(&id)).unwrap().len() > 3000);
+        assert!(mock.requests().len() < 3, "no model call once refused");
+        // A new session of the same user starts empty and works.
+        let other = a.create(&ws.0, "on_risk").await;
+        a.attach(&other, None).await;
+        assert_eq!(a.send(&other, "hello").await, ResponseBody::Ok);
+        a.until_turn_finished().await;
+    });
+}

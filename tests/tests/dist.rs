@@ -91,6 +91,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         admin_group,
         approval_wait_ms,
         shutdown_grace_ms,
+        max_session_log_bytes,
     } = server;
     assert!(
         [
@@ -106,6 +107,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
             && admin_group.is_some()
             && approval_wait_ms.is_some()
             && shutdown_grace_ms.is_some()
+            && max_session_log_bytes.is_some()
     );
 
     // [policy]: the policy crate's own parse, and every key of its section.

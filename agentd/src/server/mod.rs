@@ -57,6 +57,8 @@ pub struct Limits {
     pub approval_wait: Duration,
     /// How long running turns may go on after SIGTERM before they are interrupted.
     pub shutdown_grace: Duration,
+    /// The largest session log a new turn is started on, bytes.
+    pub max_session_log_bytes: u64,
 }
 
 impl Default for Limits {
@@ -70,6 +72,7 @@ impl Default for Limits {
             max_sessions_per_uid: 32,
             approval_wait: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
+            max_session_log_bytes: 256 << 20,
         }
     }
 }

@@ -111,6 +111,21 @@ async fn drive(
         ));
     }
     let loaded = server.sessions.get(peer, session)?;
+    // A message is bounded, but not how many: a client whose turns all fail at once (a
+    // provider that refuses) grew a root-owned log by 400 MB in twenty seconds, and the
+    // daemon's memory with it (the history is held, and a resume reads the log whole).
+    let (log_bytes, max) = (
+        server.sessions.log_bytes(session),
+        server.limits.max_session_log_bytes,
+    );
+    if calls_the_model && log_bytes > max {
+        return Err(ErrorFrame::new(
+            ErrorCode::Conflict,
+            format!(
+                "this session's log holds {log_bytes} bytes, past the {max} a session may grow to (max_session_log_bytes): start a new session; this one can still be listed and read"
+            ),
+        ));
+    }
     loaded
         .handle
         .submit(request)

@@ -56,6 +56,12 @@ pub struct Sessions {
 }
 
 impl Sessions {
+    /// The size of a session's log, bytes (0 if it cannot be read).
+    pub fn log_bytes(&self, id: &SessionId) -> u64 {
+        std::fs::metadata(self.store.dir_of(id).join(crate::store::log::LOG_FILE))
+            .map_or(0, |m| m.len())
+    }
+
     /// Reads the config file again and replaces the policy of every session, loaded or resumed
     /// later, if the file is valid; else the error, and the policy in force stays (SIGHUP).
     pub fn reload_policy(
