@@ -96,10 +96,16 @@ fn found_in(spec: &SandboxSpec, root: &Path, within: &Within) -> super::gitconfi
     let home = env_path(spec, "HOME");
     let globals = super::gitconfig::user_configs(home, env_path(spec, "XDG_CONFIG_HOME"));
     let mut found = super::gitconfig::redirects(root, &globals, home, within);
+    // The root listed once for every pattern's first component (one `getdents` instead of a
+    // `stat` per pattern and a listing per glob).
+    let mut listing: Vec<std::ffi::OsString> = std::fs::read_dir(root)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    listing.sort();
     found.paths.extend(
         spec.protected_paths
             .iter()
-            .flat_map(|pattern| expand(root, pattern, within)),
+            .flat_map(|pattern| expand_listed(root, pattern, within, Some(&listing))),
     );
     found
 }
@@ -442,6 +448,16 @@ fn descendants(dir: &Path, level: usize, out: &mut Vec<PathBuf>, cut: &mut Vec<P
 /// component literal or a glob matching one name (`.git/modules/*/hooks`). Absolute patterns
 /// and `..` name nothing; a `**` component matches zero or more directories.
 pub fn expand(root: &Path, pattern: &str, within: &Within) -> Vec<PathBuf> {
+    expand_listed(root, pattern, within, None)
+}
+
+/// [`expand`], with `root`'s entries already listed (sorted) when `listing` is given.
+fn expand_listed(
+    root: &Path,
+    pattern: &str,
+    within: &Within,
+    listing: Option<&[std::ffi::OsString]>,
+) -> Vec<PathBuf> {
     let rel = Path::new(pattern);
     if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
         return Vec::new();
@@ -460,6 +476,24 @@ pub fn expand(root: &Path, pattern: &str, within: &Within) -> Vec<PathBuf> {
             // Zero or more directories: submodules named `vendor/lib`, or nested in each other.
             for dir in &found {
                 descendants(dir, 0, &mut next, &mut whole);
+            }
+        } else if let (0, Some(listing)) = (i, listing) {
+            // The root's own entries, listed by the caller.
+            if super::name_glob::is_glob(&name) {
+                let Some(matcher) = super::name_glob::matcher(&name) else {
+                    return Vec::new();
+                };
+                next.extend(
+                    listing
+                        .iter()
+                        .filter(|n| matcher.is_match(n))
+                        .map(|n| root.join(n)),
+                );
+            } else if listing
+                .binary_search_by(|n| n.as_os_str().cmp(std::ffi::OsStr::new(name.as_ref())))
+                .is_ok()
+            {
+                next.push(root.join(name.as_ref()));
             }
         } else if super::name_glob::is_glob(&name) {
             let Some(matcher) = super::name_glob::matcher(&name) else {
