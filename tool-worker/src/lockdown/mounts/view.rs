@@ -99,7 +99,12 @@ fn found_in(spec: &SandboxSpec, root: &Path, within: &Within) -> super::gitconfi
     // The root listed once for every pattern's first component (one `getdents` instead of a
     // `stat` per pattern and a listing per glob).
     let mut listing: Vec<std::ffi::OsString> = std::fs::read_dir(root)
-        .map(|entries| entries.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name())
+                .collect()
+        })
         .unwrap_or_default();
     listing.sort();
     found.paths.extend(
