@@ -465,3 +465,49 @@ both!(
         assert!(ok.stdout.contains("kept"), "{ok:?}");
     }
 );
+
+both!(a_gitlink_moved_into_a_shared_index_is_still_found, |who| {
+    let ws = repo("split-index", who);
+    let marker = ws.0.with_extension("pwned-split-index");
+    let attack = format!(
+        "set -e; mkdir -p vendor/lib; {GIT} init -q --bare evilgit; {GIT} -C evilgit config core.bare false; {GIT} config -f evilgit/config core.worktree ../vendor/lib; printf 'gitdir: ../../evilgit\\n' > vendor/lib/.git; echo x > vendor/lib/f; {GIT} -C vendor/lib add f; {GIT} -C vendor/lib commit -qm x; {GIT} update-index --add --cacheinfo 160000,$({GIT} -C vendor/lib rev-parse HEAD),vendor/lib; {GIT} update-index --split-index; echo b > b; {GIT} add b; {GIT} config -f evilgit/config core.fsmonitor 'touch {m}; false'; echo planted",
+        m = marker.display()
+    );
+    let run = sandbox_within(who, &ws.0, &[], &attack, LIMIT, &[]);
+    assert!(run.stdout.contains("planted"), "{run:?}");
+    assert!(
+        !later_git_status_runs_planted_code(&ws.0, who, &marker),
+        "{run:?}"
+    );
+});
+
+both!(
+    a_git_directory_a_git_file_names_is_closed_again_too,
+    |who| {
+        let ws = Dir::new("bare-opened", who);
+        host_git(&ws.0, who, &["init", "-q", "--bare", ".bare"]);
+        host_git(
+            &ws.0,
+            who,
+            &["config", "-f", ".bare/config", "core.bare", "false"],
+        );
+        std::fs::write(ws.0.join(".git"), "gitdir: ./.bare\n").unwrap();
+        give(&ws.0, who);
+        let run = sandbox_within(
+            who,
+            &ws.0,
+            &[],
+            "chmod 0777 .bare .bare/hooks; echo opened",
+            LIMIT,
+            &[],
+        );
+        assert!(run.stdout.contains("opened"), "{run:?}");
+        for dir in [".bare", ".bare/hooks"] {
+            let mode = std::fs::metadata(ws.0.join(dir))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o022, 0, "{dir}: {mode:o}: {run:?}");
+        }
+    }
+);

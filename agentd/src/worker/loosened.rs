@@ -25,8 +25,16 @@ const MAX_WATCHED: usize = 512;
 /// directory under `.git/modules` and `.git/worktrees` (submodules' and worktrees' git
 /// directories, their hooks), and each `.git` directory one level down — found without
 /// following a symlink, at most [`MAX_WATCHED`].
-fn watched_dirs(root: &Path) -> Vec<String> {
+fn watched_dirs(root: &Path, protected: &[(PathBuf, PathBuf)]) -> Vec<String> {
     let mut out = vec![String::new(), ".git".to_owned()];
+    for (r, rel) in protected.iter().filter(|(r, _)| r == root) {
+        if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            out.push(parent.to_string_lossy().into_owned());
+        }
+        if std::fs::symlink_metadata(r.join(rel)).is_ok_and(|m| m.is_dir()) {
+            out.push(rel.to_string_lossy().into_owned());
+        }
+    }
     let mut pending: Vec<String> = vec![".git/modules".into(), ".git/worktrees".into()];
     while let Some(rel) = pending.pop() {
         if out.len() >= MAX_WATCHED {
@@ -57,6 +65,8 @@ fn watched_dirs(root: &Path) -> Vec<String> {
             }
         }
     }
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -80,11 +90,16 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// The watched directories of `roots` as they are now.
-    pub fn of<'a>(roots: impl IntoIterator<Item = &'a PathBuf>) -> Snapshot {
+    /// The watched directories of `roots` as they are now; `protected` (root, path relative
+    /// to it), the protected paths found there, adds each one's directory and each that is a
+    /// directory: a git directory a `.git` file or a `commondir` names (`.bare`) and its hooks.
+    pub fn of<'a>(
+        roots: impl IntoIterator<Item = &'a PathBuf>,
+        protected: &[(PathBuf, PathBuf)],
+    ) -> Snapshot {
         let mut dirs = BTreeMap::new();
         for root in roots {
-            for rel in watched_dirs(root) {
+            for rel in watched_dirs(root, protected) {
                 if let Some(fd) = open_dir(root, Path::new(&rel)) {
                     dirs.insert(watched(root, &rel), openness(&fd));
                 }
@@ -95,14 +110,18 @@ impl Snapshot {
 
     /// Closes again what was opened since this snapshot in the watched directories of `roots`;
     /// returns what was done, in words. A directory that did not exist then was closed then.
-    pub fn close_again<'a>(&self, roots: impl IntoIterator<Item = &'a PathBuf>) -> Vec<String> {
+    pub fn close_again<'a>(
+        &self,
+        roots: impl IntoIterator<Item = &'a PathBuf>,
+        protected: &[(PathBuf, PathBuf)],
+    ) -> Vec<String> {
         let closed = Openness {
             write_bits: 0,
             acls: [false; 2],
         };
         let mut notes = Vec::new();
         for root in roots {
-            for rel in watched_dirs(root) {
+            for rel in watched_dirs(root, protected) {
                 let Some(fd) = open_dir(root, Path::new(&rel)) else {
                     continue;
                 };
@@ -237,7 +256,7 @@ mod tests {
         )
         .unwrap();
         let roots = [root.clone()];
-        let before = Snapshot::of(&roots);
+        let before = Snapshot::of(&roots, &[]);
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
         std::fs::set_permissions(root.join(".git"), std::fs::Permissions::from_mode(0o757))
             .unwrap();
@@ -258,7 +277,7 @@ mod tests {
             std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o777)).unwrap();
         }
         std::fs::set_permissions(root.join("sub"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let notes = before.close_again(&roots);
+        let notes = before.close_again(&roots, &[]);
         for d in [".git/modules/lib/hooks", "sub/.git"] {
             assert_eq!(mode(&root.join(d)) & 0o022, 0, "{d}");
         }
@@ -271,7 +290,10 @@ mod tests {
         );
         assert_eq!(mode(&root.join(".git/worktrees")), 0o1755, "new: closed");
         assert_eq!(notes.len(), 6, "{notes:?}");
-        assert!(before.close_again(&roots).is_empty(), "nothing more to do");
+        assert!(
+            before.close_again(&roots, &[]).is_empty(),
+            "nothing more to do"
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -279,7 +301,7 @@ mod tests {
     fn an_acl_a_call_added_is_removed() {
         let root = scratch("acl");
         let roots = [root.clone()];
-        let before = Snapshot::of(&roots);
+        let before = Snapshot::of(&roots, &[]);
         let fd = open_dir(&root, Path::new(".git")).unwrap();
         let blob = acl_blob();
         // SAFETY: a descriptor we own, a NUL-terminated name and a buffer of the given length.
@@ -298,7 +320,7 @@ mod tests {
             return;
         }
         assert!(has_xattr(&fd, ACLS[0]));
-        let notes = before.close_again(&roots);
+        let notes = before.close_again(&roots, &[]);
         assert!(!has_xattr(&fd, ACLS[0]), "{notes:?}");
         assert!(
             notes.iter().any(|n| n.contains("posix_acl_access")),
@@ -314,9 +336,9 @@ mod tests {
         std::fs::remove_dir_all(root.join(".git")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join(".git")).unwrap();
         let roots = [root.clone()];
-        let before = Snapshot::of(&roots);
+        let before = Snapshot::of(&roots, &[]);
         std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o777)).unwrap();
-        before.close_again(&roots);
+        before.close_again(&roots, &[]);
         assert_eq!(mode(&outside), 0o777, "not ours to change");
         std::fs::remove_dir_all(&root).unwrap();
         std::fs::remove_dir_all(&outside).unwrap();

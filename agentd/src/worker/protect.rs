@@ -66,11 +66,12 @@ impl Baseline {
             .filter(|r| std::fs::symlink_metadata(r.join(".git")).is_ok())
             .cloned()
             .collect();
+        let names = protected_names(spec);
         Baseline {
             state: Mutex::new(Known {
-                paths: protected_names(spec).into_iter().collect(),
+                openness: super::loosened::Snapshot::of(writable_roots(spec), &names),
+                paths: names.into_iter().collect(),
                 repositories,
-                openness: super::loosened::Snapshot::of(writable_roots(spec)),
             }),
         }
     }
@@ -85,7 +86,8 @@ impl Baseline {
         }
         let mut notes = Vec::new();
         let mut new_repositories = Vec::new();
-        for (root, rel) in protected_names(spec) {
+        let names = protected_names(spec);
+        for (root, rel) in names.iter().cloned() {
             if known.paths.contains(&(root.clone(), rel.clone())) {
                 continue;
             }
@@ -117,7 +119,7 @@ impl Baseline {
             notes.push(note);
         }
         known.repositories.extend(new_repositories);
-        for note in known.openness.close_again(writable_roots(spec)) {
+        for note in known.openness.close_again(writable_roots(spec), &names) {
             tracing::warn!("{note}");
             notes.push(note);
         }

@@ -19,19 +19,28 @@ const MAX_INDEX_BYTES: u64 = 64 << 20;
 /// A gitlink's mode.
 const GITLINK: u32 = 0o160000;
 
-/// Identity, size and modification time of the index last read, and its gitlinks.
-type Kept = ((u64, u64, u64, i64, i64), Vec<PathBuf>);
+/// Most gitlinks taken from one index; one with more is not read (and refused by the caller).
+pub const MAX_GITLINKS: usize = 1024;
+
+/// The longest path an entry may have (git's own limit on Linux is `PATH_MAX`).
+const MAX_NAME: usize = 4096;
+
+/// Identity, size, modification and change times of the index last read, and its gitlinks.
+/// The change time is the kernel's: a call that rewrites the index in place and puts its
+/// modification time back cannot put that back too.
+type Kept = ((u64, u64, u64, i64, i64, i64, i64), Vec<PathBuf>);
 
 static LAST: Mutex<Option<Kept>> = Mutex::new(None);
 
-/// The paths (relative to the worktree) of the gitlinks in the index at `index`; empty when it
-/// is missing, too large, or not an index git would read.
-pub fn gitlinks(index: &Path) -> Vec<PathBuf> {
+/// The paths (relative to the worktree) of the gitlinks in the index at `index` — and in the
+/// shared index a split index names (`git update-index --split-index` moves the entries there);
+/// empty when it is missing, too large, or not an index git would read.
+pub fn gitlinks(index: &Path) -> Result<Vec<PathBuf>, String> {
     let Ok(meta) = std::fs::symlink_metadata(index) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     if !meta.is_file() || meta.len() > MAX_INDEX_BYTES {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let key = (
         meta.dev(),
@@ -39,21 +48,46 @@ pub fn gitlinks(index: &Path) -> Vec<PathBuf> {
         meta.len(),
         meta.mtime(),
         meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
     );
     if let Some((k, links)) = LAST.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
         && *k == key
     {
-        return links.clone();
+        return Ok(links.clone());
     }
-    let Ok(bytes) = super::gitconfig::read_regular_bytes(index, MAX_INDEX_BYTES) else {
-        return Vec::new();
-    };
-    let links = [20, 32]
+    let bytes = super::gitconfig::read_regular_bytes(index, MAX_INDEX_BYTES)?;
+    // Not an index git would read (git then refuses the repository and runs nothing): none.
+    let Some((parsed, hash)) = [20, 32]
         .into_iter()
-        .find_map(|hash| parse(&bytes, hash))
-        .unwrap_or_default();
+        .find_map(|hash| Some((parse(&bytes, hash)?, hash)))
+    else {
+        return Ok(Vec::new());
+    };
+    let mut links = parsed.links;
+    let mut doubt = parsed.doubt;
+    if let Some(name) = parsed.shared {
+        let shared = index.with_file_name(format!("sharedindex.{name}"));
+        let bytes = super::gitconfig::read_regular_bytes(&shared, MAX_INDEX_BYTES)
+            .map_err(|e| format!("its shared index {}: {e}", shared.display()))?;
+        match parse(&bytes, hash) {
+            Some(more) => {
+                links.extend(more.links);
+                doubt = doubt.or(more.doubt);
+            }
+            None => {
+                doubt = Some(format!(
+                    "its shared index {} does not parse",
+                    shared.display()
+                ))
+            }
+        }
+    }
+    if let Some(why) = doubt {
+        return Err(why);
+    }
     *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, links.clone()));
-    links
+    Ok(links)
 }
 
 fn be32(bytes: &[u8], at: usize) -> Option<u32> {
@@ -66,9 +100,21 @@ fn be16(bytes: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([b[0], b[1]]))
 }
 
-/// The gitlinks of an index whose object names are `hash` bytes long; `None` if the bytes do
-/// not parse as such an index.
-fn parse(bytes: &[u8], hash: usize) -> Option<Vec<PathBuf>> {
+/// What one index file holds that matters here.
+struct Parsed {
+    /// Its gitlinks.
+    links: Vec<PathBuf>,
+    /// The shared index its `link` extension names (hex), if it is a split index.
+    shared: Option<String>,
+    /// Why its gitlinks cannot all be told (a split index's gitlink that replaces a shared
+    /// entry by position, too many gitlinks).
+    doubt: Option<String>,
+}
+
+/// The gitlinks of an index whose object names are `hash` bytes long, and the shared index it
+/// names; `None` if the bytes do not parse as such an index, or it has more than
+/// [`MAX_GITLINKS`]. Linear in the file: a version-4 name is rebuilt in one buffer.
+fn parse(bytes: &[u8], hash: usize) -> Option<Parsed> {
     if bytes.get(..4)? != b"DIRC" {
         return None;
     }
@@ -82,6 +128,7 @@ fn parse(bytes: &[u8], hash: usize) -> Option<Vec<PathBuf>> {
     let mut at = 12;
     let mut previous: Vec<u8> = Vec::new();
     let mut links = Vec::new();
+    let mut doubt = None;
     for _ in 0..count {
         let start = at;
         let mode = be32(bytes, at + 24)?;
@@ -90,23 +137,24 @@ fn parse(bytes: &[u8], hash: usize) -> Option<Vec<PathBuf>> {
         if version >= 3 && flags & 0x4000 != 0 {
             at += 2;
         }
-        let name = if version == 4 {
+        if version == 4 {
             let (strip, used) = varint(bytes.get(at..end)?)?;
             at += used;
             let len = bytes.get(at..end)?.iter().position(|b| *b == 0)?;
             let keep = previous.len().checked_sub(usize::try_from(strip).ok()?)?;
-            let mut name = previous.get(..keep)?.to_vec();
-            name.extend_from_slice(bytes.get(at..at + len)?);
+            previous.truncate(keep);
+            previous.extend_from_slice(bytes.get(at..at + len)?);
             at += len + 1;
-            name
         } else {
             let len = bytes.get(at..end)?.iter().position(|b| *b == 0)?;
-            let name = bytes.get(at..at + len)?.to_vec();
+            previous.clear();
+            previous.extend_from_slice(bytes.get(at..at + len)?);
             // Padded with NULs to a multiple of eight, counting from the entry's start.
             at = start + ((at - start + len + 8) & !7);
-            name
-        };
-        if at > end || name.is_empty() {
+        }
+        let name = &previous;
+        // An empty name is a split index's entry replacing one of its shared index.
+        if at > end || name.len() > MAX_NAME {
             return None;
         }
         let named = usize::from(flags & 0x0fff);
@@ -114,11 +162,31 @@ fn parse(bytes: &[u8], hash: usize) -> Option<Vec<PathBuf>> {
             return None;
         }
         if mode & 0o170000 == GITLINK {
-            links.push(PathBuf::from(std::ffi::OsStr::from_bytes(&name)));
+            if name.is_empty() {
+                doubt = Some("a split index replaces an entry with a gitlink".to_owned());
+            } else if links.len() >= MAX_GITLINKS {
+                doubt = Some(format!("it records more than {MAX_GITLINKS} gitlinks"));
+            } else {
+                links.push(PathBuf::from(std::ffi::OsStr::from_bytes(name)));
+            }
         }
-        previous = name;
     }
-    Some(links)
+    // Extensions, each a signature, a size and its data, up to the checksum: `link` names the
+    // shared index of a split index by its object name.
+    let mut shared = None;
+    while at + 8 <= end {
+        let size = usize::try_from(be32(bytes, at + 4)?).ok()?;
+        if bytes.get(at..at + 4)? == b"link" {
+            let name = bytes.get(at + 8..at + 8 + hash)?;
+            shared = Some(name.iter().map(|b| format!("{b:02x}")).collect());
+        }
+        at = at.checked_add(8)?.checked_add(size)?;
+    }
+    Some(Parsed {
+        links,
+        shared,
+        doubt,
+    })
 }
 
 /// Git's offset varint: 7 bits a byte, high bit set on all but the last, plus one per byte
@@ -179,7 +247,7 @@ mod tests {
         git(&ws, &["submodule", "add", "-q", &src_path, "top"]);
         for version in ["2", "3", "4"] {
             git(&ws, &["update-index", "--index-version", version]);
-            let mut links = gitlinks(&ws.join(".git/index"));
+            let mut links = gitlinks(&ws.join(".git/index")).unwrap();
             links.sort();
             assert_eq!(
                 links,
@@ -187,9 +255,40 @@ mod tests {
                 "index version {version}"
             );
         }
+        // A split index keeps its entries in the shared index it names.
+        git(&ws, &["update-index", "--index-version", "2"]);
+        git(&ws, &["update-index", "--split-index"]);
+        std::fs::write(ws.join("late"), "x").unwrap();
+        git(&ws, &["add", "late"]);
+        let mut links = gitlinks(&ws.join(".git/index")).unwrap();
+        links.sort();
+        assert_eq!(
+            links,
+            vec![PathBuf::from("top"), PathBuf::from("vendor/deep/lib")],
+            "split index"
+        );
         std::fs::write(ws.join(".git/index"), b"DIRC garbage").unwrap();
-        assert!(gitlinks(&ws.join(".git/index")).is_empty());
+        assert!(gitlinks(&ws.join(".git/index")).unwrap().is_empty());
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn names_that_only_grow_end_the_parse_instead_of_the_memory() {
+        // Version 4, every entry keeping the whole previous name and adding a byte: quadratic
+        // if each name were copied, and no index git would write past PATH_MAX.
+        let mut bytes = b"DIRC".to_vec();
+        bytes.extend(4u32.to_be_bytes());
+        let count = 200_000u32;
+        bytes.extend(count.to_be_bytes());
+        for _ in 0..count {
+            let mut entry = vec![0u8; 40 + 20];
+            entry[24..28].copy_from_slice(&GITLINK.to_be_bytes());
+            bytes.extend(entry);
+            bytes.extend(0x0fffu16.to_be_bytes());
+            bytes.extend([0u8, b'a', 0]);
+        }
+        bytes.extend([0u8; 20]);
+        assert!(parse(&bytes, 20).is_none());
     }
 
     #[test]

@@ -316,7 +316,11 @@ fn dot_gits(root: &Path, within: &Within, unreadable: &mut Vec<(PathBuf, String)
     }
     let mut deeper = Vec::new();
     if within.enterable(&root.join(".git")) {
-        deeper.extend(super::git_index::gitlinks(&root.join(".git/index")));
+        let index = root.join(".git/index");
+        match super::git_index::gitlinks(&index) {
+            Ok(links) => deeper.extend(links),
+            Err(why) => unreadable.push((index, why)),
+        }
     }
     let gitmodules = root.join(".gitmodules");
     match read_pointer(&gitmodules) {

@@ -235,7 +235,7 @@ impl View {
         }
         if let Some((path, why)) = unreadable.into_iter().next() {
             return Err(MountError {
-                what: "a git config that decides what is protected could not be read",
+                what: "a git file that decides what is protected could not be read",
                 path,
                 source: std::io::Error::other(format!(
                     "{why}: git would read it, so the call is refused rather than run with what it names left writable"
