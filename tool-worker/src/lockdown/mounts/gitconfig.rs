@@ -49,15 +49,21 @@ pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Bounded> {
     read_opened_capped(open_unsteered(path)?, max)
 }
 
-/// The bytes of the regular file at `path`, as [`read_regular`] opens it: `Ok(None)` when it
-/// does not exist or is not a regular file (a FIFO, a device, a symlink), an error when it
-/// cannot be read or holds more than `max` bytes.
+/// The bytes of the regular file at `path`, as [`read_regular`] opens it; an error when it is
+/// not a regular file (a FIFO, a device, a symlink), cannot be read, or holds more than `max`
+/// bytes.
 pub fn read_regular_bytes(path: &Path, max: u64) -> Result<Vec<u8>, String> {
     let file = open_unsteered(path).map_err(|e| e.to_string())?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
         return Err("not a regular file".into());
     }
+    read_opened_bytes(file, max)
+}
+
+/// The bytes of an opened file; an error if it is longer than `max`: what git would read past
+/// the cut is unknown.
+fn read_opened_bytes(file: std::fs::File, max: u64) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -436,8 +442,10 @@ impl Scan {
         if !self.seen.insert((meta.dev(), meta.ino())) {
             return;
         }
-        let text = match read_bytes_capped(opened, MAX_CONFIG_BYTES) {
-            Ok(text) => text,
+        // Bytes that are not UTF-8 are replaced (a Latin-1 name in a config is common, and git
+        // reads such a file); a path they touch refuses the call below.
+        let text = match read_opened_bytes(opened, MAX_CONFIG_BYTES) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(why) => return self.refuse(file, &why),
         };
         let dir = real.parent().unwrap_or(root).to_path_buf();
@@ -477,20 +485,6 @@ impl Scan {
     fn refuse(&mut self, file: &Path, why: &str) {
         self.unreadable.push((file.to_path_buf(), why.to_owned()));
     }
-}
-
-/// The text of an opened regular file, bytes that are not UTF-8 replaced (a Latin-1 name in a
-/// config is common, and git reads such a file); an error if it is longer than `max`: what git
-/// would read past the cut is unknown.
-fn read_bytes_capped(file: std::fs::File, max: u64) -> Result<String, String> {
-    let mut bytes = Vec::new();
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > max {
-        return Err(format!("longer than {max} bytes"));
-    }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// What git accepts as a git directory (`is_git_directory` in its setup.c): a `HEAD` (a file or
