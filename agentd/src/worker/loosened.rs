@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use tool_worker::lockdown::mounts::view::descendants;
 
 /// Most directories looked at in one writable root.
 const MAX_WATCHED: usize = 512;
@@ -25,40 +26,44 @@ const MAX_WATCHED: usize = 512;
 /// directory under `.git/modules` and `.git/worktrees` (submodules' and worktrees' git
 /// directories, their hooks), and each `.git` directory one level down — found without
 /// following a symlink, at most [`MAX_WATCHED`].
-fn watched_dirs(root: &Path, protected: &[(PathBuf, PathBuf)]) -> Vec<String> {
-    let mut out = vec![String::new(), ".git".to_owned()];
+fn watched_dirs(root: &Path, protected: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::new(), PathBuf::from(".git")];
     for (r, rel) in protected.iter().filter(|(r, _)| r == root) {
         if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-            out.push(parent.to_string_lossy().into_owned());
+            out.push(parent.to_path_buf());
         }
         if std::fs::symlink_metadata(r.join(rel)).is_ok_and(|m| m.is_dir()) {
-            out.push(rel.to_string_lossy().into_owned());
+            out.push(rel.clone());
         }
     }
-    let mut pending: Vec<String> = vec![".git/modules".into(), ".git/worktrees".into()];
-    while let Some(rel) = pending.pop() {
-        if out.len() >= MAX_WATCHED {
-            break;
+    // The walk the scan for protected paths makes of them (no symlink followed, a git
+    // directory's store skipped only where it is one): what it finds is what it protects.
+    let mut below = Vec::new();
+    for dir in [".git/modules", ".git/worktrees"] {
+        if std::fs::symlink_metadata(root.join(dir)).is_ok_and(|m| m.is_dir()) {
+            let mut cut = Vec::new();
+            descendants(&root.join(dir), 0, &mut below, &mut cut);
+            below.extend(cut);
         }
-        if !std::fs::symlink_metadata(root.join(&rel)).is_ok_and(|m| m.is_dir()) {
-            continue;
-        }
-        if let Ok(entries) = std::fs::read_dir(root.join(&rel)) {
-            for entry in entries.filter_map(Result::ok) {
-                let store = ["objects", "refs", "logs", "lfs"]
-                    .iter()
-                    .any(|n| entry.file_name() == *n);
-                if !store && entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    pending.push(format!("{rel}/{}", entry.file_name().to_string_lossy()));
-                }
-            }
-        }
-        out.push(rel);
     }
+    // The walk skips a git directory's `info` with its store; a directory to close all the same.
+    let infos: Vec<PathBuf> = below
+        .iter()
+        .map(|d| d.join("info"))
+        .filter(|i| std::fs::symlink_metadata(i).is_ok_and(|m| m.is_dir()))
+        .collect();
+    below.extend(infos);
+    out.extend(
+        below
+            .iter()
+            .filter_map(|p| p.strip_prefix(root).ok())
+            .take(MAX_WATCHED)
+            .map(Path::to_path_buf),
+    );
     if let Ok(entries) = std::fs::read_dir(root) {
         for entry in entries.filter_map(Result::ok).take(MAX_WATCHED) {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                let rel = format!("{}/.git", entry.file_name().to_string_lossy());
+                let rel = Path::new(&entry.file_name()).join(".git");
                 if std::fs::symlink_metadata(root.join(&rel)).is_ok_and(|m| m.is_dir()) {
                     out.push(rel);
                 }
@@ -100,7 +105,7 @@ impl Snapshot {
         let mut dirs = BTreeMap::new();
         for root in roots {
             for rel in watched_dirs(root, protected) {
-                if let Some(fd) = open_dir(root, Path::new(&rel)) {
+                if let Some(fd) = open_dir(root, &rel) {
                     dirs.insert(watched(root, &rel), openness(&fd));
                 }
             }
@@ -122,7 +127,7 @@ impl Snapshot {
         let mut notes = Vec::new();
         for root in roots {
             for rel in watched_dirs(root, protected) {
-                let Some(fd) = open_dir(root, Path::new(&rel)) else {
+                let Some(fd) = open_dir(root, &rel) else {
                     continue;
                 };
                 let path = watched(root, &rel);
@@ -159,8 +164,8 @@ impl Snapshot {
 }
 
 /// The path of a watched directory (the root itself without a trailing slash).
-fn watched(root: &Path, rel: &str) -> PathBuf {
-    if rel.is_empty() {
+fn watched(root: &Path, rel: &Path) -> PathBuf {
+    if rel.as_os_str().is_empty() {
         root.to_path_buf()
     } else {
         root.join(rel)
@@ -272,13 +277,15 @@ mod tests {
         )
         .unwrap();
         // A submodule's git directory and a repository one level down.
-        for d in [".git/modules/lib/hooks", "sub/.git"] {
+        // And a submodule named like a git store (`refs`), which a walk skipping store names
+        // everywhere would miss.
+        for d in [".git/modules/lib/hooks", "sub/.git", ".git/modules/refs"] {
             std::fs::create_dir_all(root.join(d)).unwrap();
             std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o777)).unwrap();
         }
         std::fs::set_permissions(root.join("sub"), std::fs::Permissions::from_mode(0o755)).unwrap();
         let notes = before.close_again(&roots, &[]);
-        for d in [".git/modules/lib/hooks", "sub/.git"] {
+        for d in [".git/modules/lib/hooks", "sub/.git", ".git/modules/refs"] {
             assert_eq!(mode(&root.join(d)) & 0o022, 0, "{d}");
         }
         assert_eq!(mode(&root), 0o755);
@@ -289,7 +296,7 @@ mod tests {
             "the group's was there"
         );
         assert_eq!(mode(&root.join(".git/worktrees")), 0o1755, "new: closed");
-        assert_eq!(notes.len(), 6, "{notes:?}");
+        assert_eq!(notes.len(), 7, "{notes:?}");
         assert!(
             before.close_again(&roots, &[]).is_empty(),
             "nothing more to do"

@@ -431,7 +431,7 @@ const GIT_STORE: &[&str] = &["objects", "refs", "logs", "lfs", "info"];
 /// [`DEEP_LEVELS`] and [`DEEP_ENTRIES`]. Where a limit stops the walk, the directory it did not
 /// enter goes to `cut`: the caller protects it whole, so what lies below it is read-only
 /// rather than unseen.
-fn descendants(dir: &Path, level: usize, out: &mut Vec<PathBuf>, cut: &mut Vec<PathBuf>) {
+pub fn descendants(dir: &Path, level: usize, out: &mut Vec<PathBuf>, cut: &mut Vec<PathBuf>) {
     if out.len() >= DEEP_ENTRIES || level > DEEP_LEVELS {
         cut.push(dir.to_path_buf());
         return;
