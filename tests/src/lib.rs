@@ -7,7 +7,7 @@ pub mod mock_llm;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The directory holding the built binaries (`target/debug`).
 pub fn bin_dir() -> PathBuf {
@@ -336,32 +336,51 @@ pub fn later_git_status_runs_planted_code(dir: &Path, who: As, marker: &Path) ->
     marker.exists()
 }
 
+/// Compiles `tests/probe/<name>.c` into `out`.
+pub fn compile_probe(name: &str, out: &Path) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("probe")
+        .join(format!("{name}.c"));
+    let status = Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(out)
+        .arg(&src)
+        .status()
+        .expect("a C compiler (cc) is needed");
+    assert!(status.success(), "compiling {} failed", src.display());
+}
+
+/// `tests/probe/<name>.c` compiled once per test process, under the temp dir; its path.
+pub fn compiled_probe(name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = built.iter().find(|(n, _)| n == name) {
+        return path.clone();
+    }
+    let out = std::env::temp_dir().join(format!("agentd-e2e-{name}-{}", std::process::id()));
+    compile_probe(name, &out);
+    built.push((name.to_owned(), out.clone()));
+    out
+}
+
+/// Copies the compiled probe `from` into `workspace` as `as_name` (where the sandbox may
+/// execute it), executable, owned by `who`.
+pub fn install_compiled(from: &Path, workspace: &Path, as_name: &str, who: As) {
+    let dest = workspace.join(as_name);
+    std::fs::copy(from, &dest).unwrap();
+    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755)).unwrap();
+    give(&dest, who);
+}
+
 /// Compiles the escape probe (tests/probe/probe.c) once and returns its path.
 pub fn probe() -> PathBuf {
-    static PROBE: OnceLock<PathBuf> = OnceLock::new();
-    PROBE
-        .get_or_init(|| {
-            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/probe.c");
-            let out = std::env::temp_dir().join(format!("agentd-e2e-probe-{}", std::process::id()));
-            let status = Command::new("cc")
-                .arg("-O1")
-                .arg("-o")
-                .arg(&out)
-                .arg(&src)
-                .status()
-                .expect("a C compiler (cc) is needed");
-            assert!(status.success(), "compiling {} failed", src.display());
-            out
-        })
-        .clone()
+    compiled_probe("probe")
 }
 
 /// Copies the probe into `workspace` (where the sandbox may execute it), owned by `who`.
 pub fn install_probe(workspace: &Path, who: As) {
-    let dest = workspace.join("probe");
-    std::fs::copy(probe(), &dest).unwrap();
-    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755)).unwrap();
-    give(&dest, who);
+    install_compiled(&probe(), workspace, "probe", who);
 }
 
 /// Processes whose working directory is `dir`, as `pid: command line`.

@@ -23,7 +23,6 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{SocketAddr, UnixDatagram, UnixListener};
 use std::path::Path;
-use std::sync::OnceLock;
 
 const SET_ID: u32 = 0o6000;
 
@@ -291,30 +290,9 @@ both!(
     }
 );
 
-/// Compiles tests/probe/ipc_probe.c once.
-fn ipc_probe() -> &'static Path {
-    static PROBE: OnceLock<std::path::PathBuf> = OnceLock::new();
-    PROBE.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/ipc_probe.c");
-        let out = std::env::temp_dir().join(format!("agentd-e2e-ipc-probe-{}", std::process::id()));
-        let status = std::process::Command::new("cc")
-            .arg("-O1")
-            .arg("-o")
-            .arg(&out)
-            .arg(&src)
-            .status()
-            .expect("a C compiler (cc) is needed");
-        assert!(status.success(), "compiling {} failed", src.display());
-        out
-    })
-}
-
-/// Copies the IPC probe into `ws` as `ipc`, owned by `who`.
+/// Copies the IPC probe (tests/probe/ipc_probe.c) into `ws` as `ipc`, owned by `who`.
 fn install_ipc_probe(ws: &Path, who: As) {
-    let dest = ws.join("ipc");
-    std::fs::copy(ipc_probe(), &dest).unwrap();
-    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755)).unwrap();
-    give(&dest, who);
+    agentd_e2e::install_compiled(&agentd_e2e::compiled_probe("ipc_probe"), ws, "ipc", who);
 }
 
 /// Runs the IPC probe in `ws` directly, outside the sandbox, as `who`.

@@ -24,26 +24,11 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Compiles tests/probe/zygote_probe.c once.
-fn zygote_probe() -> &'static Path {
-    static PROBE: OnceLock<std::path::PathBuf> = OnceLock::new();
-    PROBE.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/zygote_probe.c");
-        let out =
-            std::env::temp_dir().join(format!("agentd-e2e-zygote-probe-{}", std::process::id()));
-        let status = std::process::Command::new("cc")
-            .arg("-O1")
-            .arg("-o")
-            .arg(&out)
-            .arg(&src)
-            .status()
-            .expect("a C compiler (cc) is needed");
-        assert!(status.success(), "compiling {} failed", src.display());
-        out
-    })
+/// tests/probe/zygote_probe.c, compiled once.
+fn zygote_probe() -> std::path::PathBuf {
+    agentd_e2e::compiled_probe("zygote_probe")
 }
 
 /// Copies the probe into `ws` as `zp`, owned by `who`, with a file `zp-target` to chmod.

@@ -10,7 +10,6 @@ use agentd_e2e::mock_llm::MockLlm;
 use agentd_e2e::mock_llm::openai::{answer_reply as answer, bash_reply as bash};
 use agentd_e2e::{As, Dir, agent_against};
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
@@ -20,17 +19,7 @@ const PATTERN: &str = "drip-0123456789 é ✓ abcdefghijklmnopqrstuvwxyz\n";
 
 /// Compiles tests/probe/drip.c into `dir/drip`.
 fn install_drip(dir: &Path) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/drip.c");
-    let out = dir.join("drip");
-    let status = std::process::Command::new("cc")
-        .arg("-O1")
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("a C compiler (cc) is needed");
-    assert!(status.success(), "compiling {} failed", src.display());
-    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o755)).unwrap();
+    agentd_e2e::compile_probe("drip", &dir.join("drip"));
 }
 
 /// The events of the one session under `state`, as JSON.
