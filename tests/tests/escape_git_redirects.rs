@@ -34,23 +34,7 @@ fn source_repo(who: As) -> Dir {
 both!(
     a_submodule_deeper_down_cannot_be_pointed_at_a_git_dir_the_call_made,
     |who| {
-        let src = source_repo(who);
-        let ws = repo("deep-submodule", who);
-        let src_path = src.0.display().to_string();
-        host_git(
-            &ws.0,
-            who,
-            &[
-                "-c",
-                "protocol.file.allow=always",
-                "submodule",
-                "add",
-                "-q",
-                &src_path,
-                "vendor/lib",
-            ],
-        );
-        host_git(&ws.0, who, &["commit", "-qm", "submodule"]);
+        let (ws, _src) = with_deep_submodule("deep-submodule", who);
         let marker = ws.0.with_extension("pwned-deep-submodule");
         let attack = format!(
             "cp -a .git/modules/vendor/lib .git/evil; rm -rf .git/evil/hooks; printf '{config}\\tworktree = ../../vendor/lib\\n' > .git/evil/config; printf 'gitdir: ../../.git/evil\\n' > vendor/lib/.git; echo planted",
