@@ -223,11 +223,7 @@ struct Zygote {
 impl Zygote {
     fn open() -> Option<Zygote> {
         let pid = nix::unistd::getpid().as_raw();
-        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
-        let raw = RawFd::try_from(raw).ok().filter(|fd| *fd >= 0)?;
-        // SAFETY: the kernel just returned this descriptor; nothing else owns it.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let pidfd = crate::lockdown::process::pidfd_open(pid).ok()?;
         Some(Zygote { pid, pidfd })
     }
 }
@@ -370,26 +366,22 @@ fn serve_one(
 
 /// Tells the supervisor a worker was forked, with its pidfd, and keeps it to reap.
 fn forked(control: &OwnedFd, children: &mut Vec<Child>, child: Pid) -> bool {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1. The child
-    // cannot have been reaped yet (only the zygote's loop reaps), so the pid is ours.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, child.as_raw(), 0u32) };
-    let Ok(raw) = RawFd::try_from(raw) else {
-        return false;
+    // The child cannot have been reaped yet (only the zygote's loop reaps), so the pid is ours.
+    let pidfd = match crate::lockdown::process::pidfd_open(child.as_raw()) {
+        Ok(pidfd) => pidfd,
+        Err(errno) => {
+            let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
+            return send(
+                control.as_fd(),
+                &Reply::Failed {
+                    errno: errno as i32,
+                }
+                .encode(),
+                &[],
+            )
+            .is_ok();
+        }
     };
-    if raw < 0 {
-        let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
-        return send(
-            control.as_fd(),
-            &Reply::Failed {
-                errno: nix::Error::last() as i32,
-            }
-            .encode(),
-            &[],
-        )
-        .is_ok();
-    }
-    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(raw) };
     let sent = send(
         control.as_fd(),
         &Reply::Forked {

@@ -97,17 +97,11 @@ impl Process {
 
     /// A pidfd for it, readable once it has ended.
     pub fn pidfd(&self) -> Option<std::os::fd::OwnedFd> {
-        use std::os::fd::FromRawFd;
         match self {
             Process::Forked(p) => p.pidfd(),
             Process::Spawned(c) => {
                 let pid = i32::try_from(c.id()?).ok()?;
-                // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; it
-                // writes no memory of ours.
-                let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
-                let raw = i32::try_from(raw).ok().filter(|fd| *fd >= 0)?;
-                // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
-                Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) })
+                tool_worker::lockdown::process::pidfd_open(pid).ok()
             }
         }
     }

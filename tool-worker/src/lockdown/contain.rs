@@ -16,7 +16,7 @@
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::signal::Signal;
 use nix::unistd::{ForkResult, fork};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 /// How containment was achieved, for the lockdown report.
 pub const PID_NAMESPACE: &str = "pid namespace";
@@ -211,14 +211,8 @@ fn init_err(step: &'static str) -> impl FnOnce(nix::Error) -> ContainError {
 pub fn become_init() -> Result<OwnedFd, ContainError> {
     // A descriptor of ourselves, inherited by the child: it becomes readable when we exit, the
     // one way the child can check on a parent outside its PID namespace (where getppid() is 0).
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; no memory.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0u32) };
-    if raw < 0 {
-        return Err(init_err("pidfd_open")(nix::Error::last()));
-    }
-    let raw = i32::try_from(raw).map_err(|_| init_err("pidfd_open")(nix::Error::EBADF))?;
-    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
-    let parent = unsafe { OwnedFd::from_raw_fd(raw) };
+    let parent = super::process::pidfd_open(nix::unistd::getpid().as_raw())
+        .map_err(init_err("pidfd_open"))?;
     // SAFETY: the worker is single-threaded, so the child may run any code after fork.
     match unsafe { fork() }.map_err(init_err("fork"))? {
         ForkResult::Parent { child } => wait_and_exit(child),

@@ -12,6 +12,20 @@ pub struct ProcessError {
     source: nix::Error,
 }
 
+/// A pidfd for the process `pid`: readable once it has ended.
+pub fn pidfd_open(pid: i32) -> nix::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; it writes no
+    // memory of ours.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+    if raw < 0 {
+        return Err(nix::Error::last());
+    }
+    let raw = RawFd::try_from(raw).map_err(|_| nix::Error::EBADF)?;
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) })
+}
+
 /// Closes every file descriptor above 2 (the channel is fd 0; 1 and 2 are the supervisor's log or
 /// /dev/null) but those in `keep`, so nothing inherited by accident reaches the tool. `keep`: what
 /// a zygote prepared for the lockdown ([`super::warm`]), which closes it in turn.

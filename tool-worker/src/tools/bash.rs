@@ -381,12 +381,7 @@ fn reap_namespace(until: Instant) -> bool {
 
 /// A pidfd for `child`, readable when it exits; `None` where the kernel has none.
 fn pidfd(child: Pid) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; no memory.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, child.as_raw(), 0u32) };
-    let raw = i32::try_from(raw).ok().filter(|fd| *fd >= 0)?;
-    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
-    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) })
+    crate::lockdown::process::pidfd_open(child.as_raw()).ok()
 }
 
 /// Kills the command and everything in the PID namespace. As the namespace's init (pid 1) the
