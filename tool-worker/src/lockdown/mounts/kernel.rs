@@ -52,13 +52,11 @@ fn last_error<T>(rc: libc::c_long, ok: T) -> std::io::Result<T> {
     }
 }
 
-/// A detached copy of the tree at `path` (with everything mounted under it).
-fn open_tree(path: &Path, follow: bool) -> std::io::Result<OwnedFd> {
+/// A detached copy of the tree at `path` (with everything mounted under it), a final symlink
+/// not followed.
+fn open_tree(path: &Path) -> std::io::Result<OwnedFd> {
     let c = c_path(path)?;
-    let mut flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE;
-    if !follow {
-        flags |= AT_SYMLINK_NOFOLLOW;
-    }
+    let flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW;
     // SAFETY: `c` is a valid NUL-terminated path that outlives the call; open_tree returns a new
     // descriptor (or -1) and writes no memory of ours.
     let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c.as_ptr(), flags) };
@@ -73,25 +71,7 @@ fn open_tree(path: &Path, follow: bool) -> std::io::Result<OwnedFd> {
 /// symlink since (a parent of a configured write path inside the workspace, flipped to
 /// `/usr/local`) fails the step instead of grabbing where it now leads.
 fn open_tree_no_symlinks(path: &Path) -> std::io::Result<OwnedFd> {
-    use nix::fcntl::{OFlag, openat};
-    use nix::sys::stat::Mode;
-    let names: Vec<&std::ffi::OsStr> = path
-        .components()
-        .filter_map(|c| match c {
-            std::path::Component::Normal(n) => Some(n),
-            _ => None,
-        })
-        .collect();
-    let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    let mut at = nix::fcntl::open("/", flags | OFlag::O_DIRECTORY, Mode::empty())?;
-    for (i, name) in names.iter().enumerate() {
-        let dir = if i + 1 < names.len() {
-            OFlag::O_DIRECTORY
-        } else {
-            OFlag::empty()
-        };
-        at = openat(&at, *name, flags | dir, Mode::empty())?;
-    }
+    let at = super::resolve::open_no_symlinks(path, false)?;
     if nix::sys::stat::fstat(&at)?.st_mode & libc::S_IFMT == libc::S_IFLNK {
         return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
     }
@@ -160,7 +140,7 @@ fn tmpfs(path: &Path, flags: MsFlags, options: &str) -> std::io::Result<()> {
 
 impl Kernel {
     fn bind_onto_itself(&mut self, path: &Path) -> std::io::Result<()> {
-        let copy = open_tree(path, false)?;
+        let copy = open_tree(path)?;
         move_mount(&copy, path)
     }
 }

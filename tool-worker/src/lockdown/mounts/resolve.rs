@@ -45,7 +45,7 @@ pub fn resolve(path: &Path, writable: &[PathBuf]) -> Result<Option<PathBuf>, Ste
     while let Some(name) = rest.pop() {
         if name == ".." {
             resolved.pop();
-            dir = match reopen(&resolved, flags) {
+            dir = match reopen(&resolved) {
                 Some(fd) => fd,
                 None => return Ok(None),
             };
@@ -75,7 +75,7 @@ pub fn resolve(path: &Path, writable: &[PathBuf]) -> Result<Option<PathBuf>, Ste
         let target = PathBuf::from(target);
         if target.is_absolute() {
             resolved = PathBuf::from("/");
-            dir = match reopen(&resolved, flags) {
+            dir = match reopen(&resolved) {
                 Some(fd) => fd,
                 None => return Ok(None),
             };
@@ -98,19 +98,28 @@ fn names(path: &Path) -> Vec<std::ffi::OsString> {
         .collect()
 }
 
-/// The canonical directory `path`, opened again from the root without following symlinks.
-fn reopen(path: &Path, flags: OFlag) -> Option<OwnedFd> {
-    let mut dir = nix::fcntl::open("/", flags | OFlag::O_DIRECTORY, Mode::empty()).ok()?;
-    for name in names(path) {
-        dir = openat(
-            &dir,
-            name.as_os_str(),
-            flags | OFlag::O_DIRECTORY,
-            Mode::empty(),
-        )
-        .ok()?;
+/// The canonical `path` opened (`O_PATH`) from the root a component at a time, following no
+/// symlink on the way — a symlink as the last component is opened itself, unless `dir` asks
+/// for a directory; fails where any component is, or is no longer, what a canonical path holds.
+pub fn open_no_symlinks(path: &Path, dir: bool) -> nix::Result<OwnedFd> {
+    let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut at = nix::fcntl::open("/", flags | OFlag::O_DIRECTORY, Mode::empty())?;
+    let names = names(path);
+    for (i, name) in names.iter().enumerate() {
+        let last = i + 1 == names.len();
+        let as_dir = if !last || dir {
+            OFlag::O_DIRECTORY
+        } else {
+            OFlag::empty()
+        };
+        at = openat(&at, name.as_os_str(), flags | as_dir, Mode::empty())?;
     }
-    Some(dir)
+    Ok(at)
+}
+
+/// The canonical directory `path`, opened again from the root without following symlinks.
+fn reopen(path: &Path) -> Option<OwnedFd> {
+    open_no_symlinks(path, true).ok()
 }
 
 #[cfg(test)]

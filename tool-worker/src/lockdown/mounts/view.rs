@@ -143,7 +143,7 @@ pub fn protected_now(spec: &SandboxSpec) -> Vec<PathBuf> {
         return Vec::new();
     }
     let writable: Vec<Root> = writable_paths(spec).into_iter().filter_map(root).collect();
-    protected_in(spec, &writable).protected
+    protected_in(spec, &writable, &within(spec)).protected
 }
 
 fn writable_paths(spec: &SandboxSpec) -> Vec<&Path> {
@@ -223,7 +223,7 @@ impl View {
             protected,
             pins,
             unreadable,
-        } = protected_in(spec, &writable);
+        } = protected_in(spec, &writable, &bases);
         if let Some(linked) = protected.iter().find_map(|p| hard_linked(p)) {
             return Err(MountError {
                 what: "a protected file has another name",
@@ -306,17 +306,16 @@ pub struct Protected {
 }
 
 /// The protected paths that exist inside the writable roots, the pins that hold them in place,
-/// and the configs that could not be read.
-pub fn protected_in(spec: &SandboxSpec, writable: &[Root]) -> Protected {
+/// and the configs that could not be read; the scans look only `within`.
+pub fn protected_in(spec: &SandboxSpec, writable: &[Root], within: &Within) -> Protected {
     let tmp = spec.tmp_dir.canonicalize().ok();
-    let within = within(spec);
     let mut protected = Vec::new();
     let mut unreadable = Vec::new();
     for root in writable.iter().filter(|r| r.is_dir) {
         if tmp.as_deref() == Some(root.path.as_path()) {
             continue;
         }
-        let found = found_in(spec, &root.path, &within);
+        let found = found_in(spec, &root.path, within);
         unreadable.extend(found.unreadable);
         for found in found.paths {
             // Follow symlinks: what git reads is the target. A target outside every writable
