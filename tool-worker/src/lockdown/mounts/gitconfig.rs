@@ -8,6 +8,7 @@
 //! blocking (a FIFO), only if it is a regular file, and read up to a bound.
 
 use super::within::Within;
+use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
@@ -252,11 +253,17 @@ const GIT_DIR_NAMES: [&str; 4] = ["hooks", "config", "config.worktree", "commond
 /// expand a `~/` in a path they name. Nothing outside `within` is listed or read: a git
 /// directory, include or `.git` file that leads out of the writable roots is not followed
 /// (what is there is read-only to the call already).
-pub fn redirects(root: &Path, globals: &[PathBuf], home: Option<&Path>, within: &Within) -> Found {
+pub fn redirects(
+    root: &Path,
+    listing: &[OsString],
+    globals: &[PathBuf],
+    home: Option<&Path>,
+    within: &Within,
+) -> Found {
     let mut found = Vec::new();
     let mut unreadable = Vec::new();
     let mut git_dirs = vec![root.join(".git")];
-    for dot_git in dot_gits(root, within, &mut unreadable) {
+    for dot_git in dot_gits(root, listing, within, &mut unreadable) {
         if let Some(target) = gitdir_file(&dot_git, &mut unreadable) {
             found.push(dot_git);
             if within.holds_dir(&target) {
@@ -305,21 +312,39 @@ pub fn redirects(root: &Path, globals: &[PathBuf], home: Option<&Path>, within: 
     }
 }
 
+/// The names in the directory `dir`, sorted (none if it cannot be listed): a root's entries,
+/// listed once for every scan of it.
+pub fn listing(dir: &Path) -> Vec<OsString> {
+    let mut names: Vec<OsString> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// The `.git` entries git reads as a repository's: the root's, every one a level down
 /// (`sub/.git`, as the protected names `*/.git/config` and `*/.git/hooks` cover the directories
 /// there), and each submodule's deeper down (`vendor/lib/.git`) that the index records as a
 /// gitlink or the root's `.gitmodules` names.
-fn dot_gits(root: &Path, within: &Within, unreadable: &mut Vec<(PathBuf, String)>) -> Vec<PathBuf> {
+fn dot_gits(
+    root: &Path,
+    listing: &[OsString],
+    within: &Within,
+    unreadable: &mut Vec<(PathBuf, String)>,
+) -> Vec<PathBuf> {
     let mut out = vec![root.join(".git")];
-    if let Ok(entries) = std::fs::read_dir(root) {
-        out.extend(
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| within.enterable(p))
-                .map(|p| p.join(".git")),
-        );
-    }
+    out.extend(
+        listing
+            .iter()
+            .map(|name| root.join(name))
+            .filter(|p| within.enterable(p))
+            .map(|p| p.join(".git")),
+    );
     let mut deeper = Vec::new();
     if within.enterable(&root.join(".git")) {
         let index = root.join(".git/index");
@@ -587,7 +612,14 @@ mod tests {
         std::fs::write(root.join("shared.cfg"), "[include]\n\tpath = deeper.cfg\n").unwrap();
         std::fs::write(root.join("deeper.cfg"), "[core]\n\thooksPath = .githooks\n").unwrap();
         std::fs::create_dir(root.join(".githooks")).unwrap();
-        let found = redirects(&root, &[], None, &Within::new([root.as_path()])).paths;
+        let found = redirects(
+            &root,
+            &listing(&root),
+            &[],
+            None,
+            &Within::new([root.as_path()]),
+        )
+        .paths;
         for p in ["shared.cfg", "deeper.cfg", ".githooks"] {
             assert!(found.contains(&root.join(p)), "{p}: {found:?}");
         }
@@ -596,9 +628,15 @@ mod tests {
         std::fs::write(root.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(root.join("config"), "[core]\n").unwrap();
         assert!(
-            redirects(&root, &[], None, &Within::new([root.as_path()]))
-                .paths
-                .contains(&root.join("config"))
+            redirects(
+                &root,
+                &listing(&root),
+                &[],
+                None,
+                &Within::new([root.as_path()])
+            )
+            .paths
+            .contains(&root.join("config"))
         );
         std::fs::remove_dir_all(&root).unwrap();
     }
@@ -618,7 +656,14 @@ mod tests {
         let bomb = "[include]\n\tpath = config.worktree\n[core]\n\thooksPath = .githooks\n";
         std::fs::write(root.join(".git/config.worktree"), bomb.repeat(40)).unwrap();
         std::fs::create_dir(root.join(".githooks")).unwrap();
-        let found = redirects(&root, &[], None, &Within::new([root.as_path()])).paths;
+        let found = redirects(
+            &root,
+            &listing(&root),
+            &[],
+            None,
+            &Within::new([root.as_path()]),
+        )
+        .paths;
         assert!(found.contains(&root.join(".githooks")), "{found:?}");
         assert!(
             found.contains(&root.join(".git/config.worktree")),
@@ -634,7 +679,13 @@ mod tests {
         text.push_str(&"# padding\n".repeat(30_000));
         std::fs::write(root.join(".git/config"), text).unwrap();
         std::fs::create_dir_all(root.join(".githooks")).unwrap();
-        let found = redirects(&root, &[], None, &Within::new([root.as_path()]));
+        let found = redirects(
+            &root,
+            &listing(&root),
+            &[],
+            None,
+            &Within::new([root.as_path()]),
+        );
         assert_eq!(found.unreadable.len(), 1, "{found:?}");
         assert_eq!(found.unreadable[0].0, root.join(".git/config"));
         // A name that is not UTF-8 elsewhere in the file does not hide the hooks path.
@@ -643,7 +694,13 @@ mod tests {
             b"[user]\n\tname = Jos\xe9\n[core]\n\thooksPath = .githooks\n",
         )
         .unwrap();
-        let found = redirects(&root, &[], None, &Within::new([root.as_path()]));
+        let found = redirects(
+            &root,
+            &listing(&root),
+            &[],
+            None,
+            &Within::new([root.as_path()]),
+        );
         assert!(found.unreadable.is_empty(), "{found:?}");
         assert!(found.paths.contains(&root.join(".githooks")), "{found:?}");
         std::fs::remove_dir_all(&root).unwrap();
@@ -684,9 +741,15 @@ mod tests {
         std::os::unix::fs::symlink("refs/heads/main", root.join("HEAD")).unwrap();
         std::fs::write(root.join("config"), "[core]\n").unwrap();
         assert!(
-            redirects(&root, &[], None, &Within::new([root.as_path()]))
-                .paths
-                .contains(&root.join("config"))
+            redirects(
+                &root,
+                &listing(&root),
+                &[],
+                None,
+                &Within::new([root.as_path()])
+            )
+            .paths
+            .contains(&root.join("config"))
         );
         std::fs::remove_dir_all(&root).unwrap();
     }
@@ -698,7 +761,14 @@ mod tests {
         std::fs::write(root.join("docs/notes/config"), "[core]\n").unwrap();
         std::fs::create_dir_all(root.join("lib")).unwrap();
         std::fs::write(root.join("lib/.git"), "gitdir: ../docs/notes\n").unwrap();
-        let found = redirects(&root, &[], None, &Within::new([root.as_path()])).paths;
+        let found = redirects(
+            &root,
+            &listing(&root),
+            &[],
+            None,
+            &Within::new([root.as_path()]),
+        )
+        .paths;
         for p in ["lib/.git", "docs/notes/config", "docs/notes/hooks"] {
             assert!(found.contains(&root.join(p)), "{p}: {found:?}");
         }
@@ -732,12 +802,12 @@ mod tests {
             ]
         );
         let within = Within::new([root.as_path()]);
-        let found = redirects(&root, &globals, Some(&home), &within).paths;
+        let found = redirects(&root, &listing(&root), &globals, Some(&home), &within).paths;
         for p in [".githooks", "tools/hooks"] {
             assert!(found.contains(&root.join(p)), "{p}: {found:?}");
         }
         assert!(
-            redirects(&root, &[], Some(&home), &within)
+            redirects(&root, &listing(&root), &[], Some(&home), &within)
                 .paths
                 .iter()
                 .all(|p| !p.ends_with(".githooks")),

@@ -95,18 +95,10 @@ pub fn protected_names(spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
 fn found_in(spec: &SandboxSpec, root: &Path, within: &Within) -> super::gitconfig::Found {
     let home = env_path(spec, "HOME");
     let globals = super::gitconfig::user_configs(home, env_path(spec, "XDG_CONFIG_HOME"));
-    let mut found = super::gitconfig::redirects(root, &globals, home, within);
-    // The root listed once for every pattern's first component (one `getdents` instead of a
-    // `stat` per pattern and a listing per glob).
-    let mut listing: Vec<std::ffi::OsString> = std::fs::read_dir(root)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.file_name())
-                .collect()
-        })
-        .unwrap_or_default();
-    listing.sort();
+    // The root listed once for the scan: every pattern's first component and the `.git`s a
+    // level down (one `getdents` instead of a `stat` per pattern and a listing per glob).
+    let listing = super::gitconfig::listing(root);
+    let mut found = super::gitconfig::redirects(root, &listing, &globals, home, within);
     found.paths.extend(
         spec.protected_paths
             .iter()
