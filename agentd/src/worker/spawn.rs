@@ -549,7 +549,6 @@ impl ReadyWorker {
             .await
             .is_ok();
         let notes = if reaped {
-            drop(self.group.take());
             self.check_if_unchecked()
         } else {
             self.check_later()
@@ -575,15 +574,14 @@ impl ReadyWorker {
         (text, notes)
     }
 
-    /// Once the call's processes are gone (the worker reaped, its cgroup emptied): the
-    /// protected-path check, if the call has a request and has not had it; its notes (logged by
-    /// the check).
+    /// Once the worker is reaped: its cgroup removed, and the protected-path check, if the call
+    /// has a request and has not had it; its notes (logged by the check).
     fn check_if_unchecked(&mut self) -> Vec<String> {
+        // Killed again and removed (or kept, empty): what the worker started is gone too.
+        drop(self.group.take());
         if !std::mem::take(&mut self.unchecked) {
             return Vec::new();
         }
-        // Killed again and removed (or kept, empty): what the worker started is gone too.
-        drop(self.group.take());
         self.baseline.check(&self.spec)
     }
 
