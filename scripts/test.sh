@@ -20,6 +20,7 @@ command -v git >/dev/null || need_apt+=(git)
 command -v systemd-analyze >/dev/null || need_apt+=(systemd)
 command -v strace >/dev/null || need_apt+=(strace)
 command -v tmux >/dev/null || need_apt+=(tmux)  # the REPL suite (tests/tests/repl.rs) drives `agent` in tmux
+command -v make >/dev/null || need_apt+=(make)  # tests/tests/escape_git_depth.rs: the model plants through a Makefile
 tool_python=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v python3 || true)
 if [[ -z $tool_python ]] || ! "$tool_python" -c 'import ensurepip' 2>/dev/null; then
   need_apt+=(python3-venv)

@@ -95,6 +95,12 @@ pub struct SandboxSpec {
     /// someone else's files. `None`: not checked.
     #[serde(default)]
     pub workspace_identity: Option<(u64, u64)>,
+    /// Every repository below the writable roots' top (a directory holding a `.git`, or a bare
+    /// git directory), absolute, as the supervisor's walk found them: each gets the protection
+    /// the root's repository has (its git directory's hooks, config, info, …), whatever its
+    /// depth. Filled by the supervisor for each call; empty: only the roots and one level down.
+    #[serde(default)]
+    pub repositories: Vec<PathBuf>,
 }
 
 /// What a call may not change inside its writable roots, because something outside the sandbox
@@ -106,6 +112,8 @@ pub struct SandboxSpec {
 /// agent in the folder (Claude Code, Cursor, Gemini CLI, Codex, opencode, Roo, Kiro, Amazon Q,
 /// aider).
 ///
+/// `info` is on the list because what it holds changes what the user reviews: `info/exclude`
+/// hides a planted file from `git status`, `info/grafts` rewrites what `git log` shows.
 /// `commondir` and `config.worktree` are on the list because git takes its config and hooks from
 /// them too: a `commondir` naming a directory the call wrote redirects everything. Submodules'
 /// git directories may nest (`.git/modules/vendor/lib`), hence `**`; a repository one level
@@ -118,18 +126,22 @@ pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".git/config",
     ".git/config.worktree",
     ".git/commondir",
+    ".git/info",
     ".git/modules/**/hooks",
     ".git/modules/**/config",
     ".git/modules/**/config.worktree",
     ".git/modules/**/commondir",
+    ".git/modules/**/info",
     ".git/worktrees/*/hooks",
     ".git/worktrees/*/config",
     ".git/worktrees/*/config.worktree",
     ".git/worktrees/*/commondir",
+    ".git/worktrees/*/info",
     "*/.git/hooks",
     "*/.git/config",
     "*/.git/config.worktree",
     "*/.git/commondir",
+    "*/.git/info",
     ".vscode",
     ".idea",
     ".zed",

@@ -9,11 +9,13 @@
 pub mod caps;
 pub mod cgroup;
 pub mod env;
+pub mod fresh_repo;
 pub mod late_check;
 pub mod loosened;
 pub mod pool;
 pub mod process;
 pub mod protect;
+pub mod repos;
 pub mod spawn;
 pub mod tmp;
 pub mod verify;
@@ -46,5 +48,6 @@ pub fn default_sandbox(workspace: PathBuf, tmp_dir: PathBuf, home: Option<&Path>
             .map(|p| (*p).to_owned())
             .collect(),
         workspace_identity: None,
+        repositories: vec![],
     }
 }

@@ -217,7 +217,8 @@ impl Inner {
     /// temp dirs removed).
     fn take(&self) -> Option<Warm> {
         let now = Basis::now(&self.template);
-        let protected_now = tool_worker::lockdown::mounts::view::protected_now(&self.template);
+        let protected_now =
+            tool_worker::lockdown::mounts::view::protected_now(&self.baseline.spec(&self.template));
         let mut state = self.lock();
         while let Some(mut warm) = state.ready.pop_front() {
             match warm.staleness(&now, &protected_now) {

@@ -10,9 +10,10 @@
 //! where nothing runs it and the user can look.
 //!
 //! The baseline is the session's, not the call's: two overlapping calls cannot hand a path to each
-//! other between their own before and after. One exception: a repository made during the
-//! session (`git init` where there was no `.git`) keeps what it had when first seen — moving it
-//! would break the repository — and joins the baseline; the result says so.
+//! other between their own before and after. A repository made during the session (`git init`,
+//! `git clone`, at the root or at any depth: [`super::repos`] finds them all) keeps, of its git
+//! files, only what runs nothing ([`super::fresh_repo`]) — the rest is quarantined — and joins
+//! the baseline.
 //!
 //! The supervisor may be root and the workspace is the model's: nothing here follows a symlink.
 //! The root is opened `O_NOFOLLOW`, each directory on the way is opened relative to the one
@@ -44,10 +45,15 @@ pub struct Baseline {
 struct Known {
     /// (writable root, path relative to it) that may exist.
     paths: BTreeSet<(PathBuf, PathBuf)>,
-    /// Writable roots whose `.git` existed, or was made during the session.
+    /// Repositories (a writable root or a directory below one holding a `.git`, or a bare git
+    /// directory) that existed when the session began, or were made during it and seen since.
     repositories: BTreeSet<PathBuf>,
     /// How open to other users the directories git and editors look in were.
     openness: super::loosened::Snapshot,
+    /// The walk that finds every repository below the roots, kept to reuse what is unchanged.
+    walk: super::repos::RepoWalk,
+    /// What the last walk found: the repositories each call's spec carries.
+    found: Vec<PathBuf>,
 }
 
 impl Baseline {
@@ -61,70 +67,121 @@ impl Baseline {
             );
         }
         make_placeholders(spec);
-        let repositories = std::iter::once(&spec.workspace)
-            .chain(&spec.write_paths)
-            .filter(|r| std::fs::symlink_metadata(r.join(".git")).is_ok())
-            .cloned()
-            .collect();
-        let names = protected_names(spec);
+        let mut walk = super::repos::RepoWalk::default();
+        let found = walk_roots(&mut walk, spec);
+        let spec = with_repositories(spec, &found);
+        let names = protected_names(&spec);
         Baseline {
             state: Mutex::new(Known {
-                openness: super::loosened::Snapshot::of(writable_roots(spec), &names),
+                openness: super::loosened::Snapshot::of(writable_roots(&spec), &names),
                 paths: names.into_iter().collect(),
-                repositories,
+                repositories: repositories_in(&spec),
+                walk,
+                found,
             }),
         }
     }
 
+    /// `spec` with the repositories the last walk found, for a worker to protect them all.
+    pub fn spec(&self, spec: &SandboxSpec) -> SandboxSpec {
+        let known = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        with_repositories(spec, &known.found)
+    }
+
     /// After a call: moves the protected paths it created aside; returns what was done, in words.
     pub fn check(&self, spec: &SandboxSpec) -> Vec<String> {
-        let mut known = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let known = &mut *guard;
         if !workspace_holds(spec) {
             // A worker refuses such a workspace, so no call ran there; and nothing of someone
             // else's is moved.
             return Vec::new();
         }
+        // Every repository there is now, at any depth: one the call made is judged below.
+        known.found = walk_roots(&mut known.walk, spec);
+        let spec = with_repositories(spec, &known.found);
+        let repositories: Vec<PathBuf> = repositories_in(&spec).into_iter().collect();
         let mut notes = Vec::new();
-        let mut new_repositories = Vec::new();
-        let names = protected_names(spec);
+        let names = protected_names(&spec);
         for (root, rel) in names.iter().cloned() {
             if known.paths.contains(&(root.clone(), rel.clone())) {
                 continue;
             }
             let path = root.join(&rel);
-            let in_new_repository = rel.starts_with(".git")
-                && !known.repositories.contains(&root)
-                && std::fs::symlink_metadata(root.join(".git")).is_ok_and(|m| m.is_dir());
-            let note = if in_new_repository {
-                new_repositories.push(root.clone());
+            // A repository made during the session keeps what runs nothing; the rest of it, and
+            // anything new in a repository that was there, goes.
+            let fresh = super::fresh_repo::owner_of(&path, &repositories)
+                .filter(|repo| !known.repositories.contains(*repo));
+            if let Some(repo) = fresh
+                && super::fresh_repo::is_inert(&root, repo, &path)
+            {
                 known.paths.insert((root, rel));
-                format!(
-                    "this call made a repository with {}; it is protected from the next call on. Review its hooks and config before you run git here.",
+                continue;
+            }
+            let made = match fresh {
+                Some(repo) => format!(
+                    "this call made the repository {} and put in it {}, which git would run or read later outside the sandbox",
+                    inert_line(&repo.display().to_string()),
                     inert_line(&path.display().to_string())
-                )
-            } else {
-                match quarantine(&root, &rel, expected(spec, &root)) {
-                    Ok(to) => format!(
-                        "this call created the protected path {}, which git or an editor would run or trust later; it was moved to {}",
-                        inert_line(&path.display().to_string()),
-                        inert_line(&to.display().to_string())
-                    ),
-                    Err(e) => format!(
-                        "this call created the protected path {} and it could not be moved aside ({e}): review it before you run git or open an editor here",
-                        inert_line(&path.display().to_string())
-                    ),
-                }
+                ),
+                None => format!(
+                    "this call created the protected path {}, which git or an editor would run or trust later",
+                    inert_line(&path.display().to_string())
+                ),
+            };
+            let note = match quarantine(&root, &rel, expected(&spec, &root)) {
+                Ok(to) => format!(
+                    "{made}; it was moved to {}",
+                    inert_line(&to.display().to_string())
+                ),
+                Err(e) => format!(
+                    "{made}, and it could not be moved aside ({e}): review it before you run git or open an editor here"
+                ),
             };
             tracing::warn!("{note}");
             notes.push(note);
         }
-        known.repositories.extend(new_repositories);
-        for note in known.openness.close_again(writable_roots(spec), &names) {
+        known.repositories.extend(repositories);
+        for note in known.openness.close_again(writable_roots(&spec), &names) {
             tracing::warn!("{note}");
             notes.push(note);
         }
         notes
     }
+}
+
+/// Walks `spec`'s writable roots for every repository below them ([`super::repos`]).
+fn walk_roots(walk: &mut super::repos::RepoWalk, spec: &SandboxSpec) -> Vec<PathBuf> {
+    let walked = walk.refresh(writable_roots(spec).into_iter().map(PathBuf::as_path));
+    for cut in &walked.cut {
+        tracing::warn!(
+            "the walk for repositories stopped at {} (more than {} directories, or deeper than {}): a repository below it is not protected",
+            inert_line(&cut.display().to_string()),
+            super::repos::MAX_DIRS,
+            super::repos::MAX_DEPTH
+        );
+    }
+    walked.repositories
+}
+
+fn with_repositories(spec: &SandboxSpec, found: &[PathBuf]) -> SandboxSpec {
+    let mut spec = spec.clone();
+    spec.repositories = found.to_vec();
+    spec
+}
+
+/// The repositories of `spec`: the writable roots that hold a `.git` or are shaped like a git
+/// directory, and the ones below them its walk found.
+fn repositories_in(spec: &SandboxSpec) -> BTreeSet<PathBuf> {
+    writable_roots(spec)
+        .into_iter()
+        .filter(|r| {
+            std::fs::symlink_metadata(r.join(".git")).is_ok()
+                || std::fs::symlink_metadata(r.join("HEAD")).is_ok()
+        })
+        .cloned()
+        .chain(spec.repositories.iter().cloned())
+        .collect()
 }
 
 /// The roots a call of `spec` may change: the workspace and the write paths (none in the
@@ -389,12 +446,72 @@ mod tests {
         assert!(root.join(".idea").is_dir(), "it was there before");
         assert!(!root.join(".vscode").exists(), "{notes:?}");
         assert!(root.join(".git/hooks").is_dir() && root.join(".git/config").is_file());
-        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(notes.len(), 1, "the new repository runs nothing: {notes:?}");
         // From now on the new repository is the baseline's: a second look moves nothing of it.
         std::fs::write(root.join(".git/commondir"), "../x").unwrap();
         let notes = baseline.check(&spec);
         assert!(!root.join(".git/commondir").exists(), "{notes:?}");
         assert!(root.join(".git/config").is_file());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_repository_made_at_any_depth_keeps_only_what_runs_nothing() {
+        let root = scratch("deep-repo");
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("org/team/proj/.git/hooks")).unwrap();
+        let spec = crate::worker::default_sandbox(root.clone(), root.join("t"), None);
+        let baseline = Baseline::now(&spec);
+        assert_eq!(
+            baseline.spec(&spec).repositories,
+            vec![root.join("org/team/proj")],
+            "found at lockdown, at depth 3"
+        );
+        // The call makes a repository two levels down with a planted fsmonitor, and one with
+        // only what `git init` writes.
+        let planted = root.join("vendor/lib/.git");
+        std::fs::create_dir_all(planted.join("hooks")).unwrap();
+        std::fs::write(
+            planted.join("config"),
+            "[core]\n\tfsmonitor = id >/tmp/PWNED; false\n",
+        )
+        .unwrap();
+        std::fs::write(planted.join("hooks/post-checkout"), "#!/bin/sh\nid\n").unwrap();
+        let clean = root.join("vendor/clean/.git");
+        std::fs::create_dir_all(clean.join("hooks")).unwrap();
+        std::fs::write(clean.join("config"), "[core]\n\tbare = false\n").unwrap();
+        std::fs::write(clean.join("hooks/pre-push.sample"), "#!/bin/sh\n").unwrap();
+        // And plants in the repository that was there.
+        std::fs::write(
+            root.join("org/team/proj/.git/config"),
+            "[core]\n\tpager = x\n",
+        )
+        .unwrap();
+        let notes = baseline.check(&spec);
+        assert!(!planted.join("config").exists(), "{notes:?}");
+        assert!(!planted.join("hooks").exists(), "{notes:?}");
+        assert!(
+            clean.join("config").is_file() && clean.join("hooks").is_dir(),
+            "{notes:?}"
+        );
+        assert!(
+            !root.join("org/team/proj/.git/config").exists(),
+            "new in a repository that was there: {notes:?}"
+        );
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        let spec_now = baseline.spec(&spec);
+        for repo in ["org/team/proj", "vendor/clean", "vendor/lib"] {
+            assert!(
+                spec_now.repositories.contains(&root.join(repo)),
+                "{repo}: {spec_now:?}"
+            );
+        }
+        // The clean one is the baseline's now: a config planted later goes.
+        std::fs::write(clean.join("config"), "[alias]\n\tx = !sh\n").unwrap();
+        std::fs::remove_file(clean.join("config")).unwrap();
+        std::fs::write(clean.join("config.worktree"), "[core]\n\tbare = false\n").unwrap();
+        let notes = baseline.check(&spec);
+        assert!(!clean.join("config.worktree").exists(), "{notes:?}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

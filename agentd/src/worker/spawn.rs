@@ -240,6 +240,9 @@ pub async fn start_with(
     spec: &SandboxSpec,
     baseline: std::sync::Arc<super::protect::Baseline>,
 ) -> Result<ReadyWorker, WorkerError> {
+    // The repositories below the roots, as the session's last walk found them: the worker
+    // protects each one's git files as it does the root's.
+    let spec = &baseline.spec(spec);
     let self_hosted = worker == Path::new(SELF_EXE);
     let program = if self_hosted {
         worker.to_path_buf()

@@ -245,8 +245,9 @@ pub struct Found {
     pub unreadable: Vec<(PathBuf, String)>,
 }
 
-/// The names git reads in a git directory for config and hooks.
-const GIT_DIR_NAMES: [&str; 4] = ["hooks", "config", "config.worktree", "commondir"];
+/// The names git reads in a git directory for config and hooks, and `info` (its `exclude`
+/// and `grafts` change what `git status` and `git log` show the user).
+const GIT_DIR_NAMES: [&str; 5] = ["hooks", "config", "config.worktree", "commondir", "info"];
 
 /// The paths in `root` that decide where git takes config and hooks from (see the module doc),
 /// with the user's own configs (`globals`, from [`user_configs`]) read too, and `home` to

@@ -57,7 +57,7 @@ fn unlisted_top_level() -> Vec<PathBuf> {
 
 /// Most protected paths and pins a call gets. Each is a mount; a workspace with thousands of
 /// submodule directories would make lockdown slow, so the call is refused with the count instead.
-pub const MAX_PROTECTED: usize = 256;
+pub const MAX_PROTECTED: usize = 1024;
 
 /// Upper bound of the private `/dev/shm`; the spec's memory limit when lower.
 const SHM_MAX_BYTES: u64 = 1 << 30;
@@ -104,6 +104,24 @@ fn found_in(spec: &SandboxSpec, root: &Path, within: &Within) -> super::gitconfi
             .iter()
             .flat_map(|pattern| expand_listed(root, pattern, within, Some(&listing))),
     );
+    // Every repository deeper down that the supervisor's walk found gets what the root's has:
+    // the same scan, and the patterns of its git directory (`.git/…`).
+    for repo in spec
+        .repositories
+        .iter()
+        .filter(|r| r.starts_with(root) && r.as_path() != root && within.enterable(r))
+    {
+        let listing = super::gitconfig::listing(repo);
+        let nested = super::gitconfig::redirects(repo, &listing, &globals, home, within);
+        found.paths.extend(nested.paths);
+        found.unreadable.extend(nested.unreadable);
+        found.paths.extend(
+            spec.protected_paths
+                .iter()
+                .filter(|pattern| pattern.starts_with(".git/"))
+                .flat_map(|pattern| expand_listed(repo, pattern, within, Some(&listing))),
+        );
+    }
     found
 }
 
@@ -556,6 +574,7 @@ mod tests {
                 .map(|p| (*p).to_owned())
                 .collect(),
             workspace_identity: None,
+            repositories: vec![],
         }
     }
 

@@ -1,0 +1,220 @@
+//! What a repository made during the session may keep: only what is known to run nothing.
+//!
+//! A call may make a repository (`git init`, `git clone`, `cargo new`), at the root or at any
+//! depth, and its hooks and config are then the call's: `core.fsmonitor`, `core.pager`, an alias,
+//! a `post-checkout` hook would run at the user's next `git status` there, outside the sandbox.
+//! Rather than look for dangerous keys (a list that is never complete), each git file of such a
+//! repository is kept only if it holds nothing but what is known to be inert — the keys `git
+//! init` and `git clone` write, hooks that are only `*.sample`, an `info/exclude` of comments —
+//! and is otherwise moved to the quarantine like any other protected path a call created.
+
+use nix::fcntl::{OFlag, openat};
+use nix::sys::stat::Mode;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use tool_worker::lockdown::mounts::gitconfig;
+use tool_worker::lockdown::mounts::resolve::open_no_symlinks;
+
+/// The config keys (`section.key`, any subsection) that run nothing and redirect nothing git
+/// reads for config or hooks: what `git init`, `git clone` and `git submodule` write, and the
+/// user's name. Anything else makes a fresh repository's config quarantined.
+const INERT_KEYS: &[&str] = &[
+    "core.repositoryformatversion",
+    "core.filemode",
+    "core.bare",
+    "core.logallrefupdates",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+    "core.worktree",
+    "extensions.objectformat",
+    "extensions.refstorage",
+    "remote.url",
+    "remote.fetch",
+    "branch.remote",
+    "branch.merge",
+    "submodule.url",
+    "submodule.active",
+    "user.name",
+    "user.email",
+    "init.defaultbranch",
+];
+
+/// Most entries of a fresh hooks or info directory looked at; more is not inert.
+const MAX_ENTRIES: usize = 256;
+
+/// Whether `path` (a protected name of a repository made during the session, whose top is
+/// `repo`, in the writable root `root`) holds only what runs nothing and hides nothing.
+pub fn is_inert(root: &Path, repo: &Path, path: &Path) -> bool {
+    let Some(name) = path.file_name() else {
+        return false;
+    };
+    match name.as_bytes() {
+        b"config" | b"config.worktree" => read(path).is_some_and(|text| config_is_inert(&text)),
+        b"hooks" => entries_all(path, |name, regular| {
+            regular && name.as_bytes().ends_with(b".sample")
+        }),
+        b"info" => entries_all(path, |name, regular| {
+            regular
+                && name == "exclude"
+                && read(&path.join("exclude")).is_some_and(|text| only_comments(&text))
+        }),
+        // A `.git` file may name a git directory in the same root (a submodule's checkout):
+        // that directory's own hooks and config are judged on their own.
+        b".git" => read(path).is_some_and(|text| gitdir_stays_in(&text, repo, root)),
+        _ => false,
+    }
+}
+
+/// Whether every key of the config text is on [`INERT_KEYS`].
+pub fn config_is_inert(text: &str) -> bool {
+    gitconfig::parse(text).iter().all(|entry| {
+        let key = format!("{}.{}", entry.section, entry.key);
+        INERT_KEYS.contains(&key.as_str())
+    }) && !text.contains(char::REPLACEMENT_CHARACTER)
+}
+
+fn only_comments(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .all(|l| l.is_empty() || l.starts_with('#'))
+}
+
+fn gitdir_stays_in(text: &str, repo: &Path, root: &Path) -> bool {
+    let Some(target) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
+        return false;
+    };
+    let target = gitconfig::lexical_clean(&repo.join(target.trim()));
+    target.starts_with(root) && target != root
+}
+
+/// The text of the regular file at `path`, reached without following any symlink, at most
+/// 256 KiB; `None` otherwise.
+fn read(path: &Path) -> Option<String> {
+    let parent = open_no_symlinks(path.parent()?, true).ok()?;
+    let fd = openat(
+        &parent,
+        path.file_name()?,
+        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    gitconfig::read_opened(std::fs::File::from(fd))
+}
+
+/// Whether the directory at `path` (no symlink followed) has at most [`MAX_ENTRIES`] entries and
+/// each passes `ok(name, is a regular file)`.
+fn entries_all(path: &Path, ok: impl Fn(&OsStr, bool) -> bool) -> bool {
+    let Ok(fd) = open_no_symlinks(path, true).and_then(|p| {
+        openat(
+            &p,
+            ".",
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+    }) else {
+        return false;
+    };
+    let Ok(mut dir) = nix::dir::Dir::from_fd(fd) else {
+        return false;
+    };
+    let mut seen = 0;
+    for entry in dir.iter() {
+        let Ok(entry) = entry else {
+            return false;
+        };
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if name == "." || name == ".." {
+            continue;
+        }
+        seen += 1;
+        let regular = matches!(entry.file_type(), Some(nix::dir::Type::File));
+        if seen > MAX_ENTRIES || !ok(name, regular) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The repository `path` belongs to among `repositories` (tops of repositories: directories
+/// holding a `.git`, or bare git directories): the deepest whose git directory holds it.
+pub fn owner_of<'a>(path: &Path, repositories: &'a [PathBuf]) -> Option<&'a PathBuf> {
+    repositories
+        .iter()
+        .filter(|r| path.starts_with(r.join(".git")) || (path.starts_with(r) && bare(r)))
+        .max_by_key(|r| r.components().count())
+}
+
+fn bare(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(".git")).is_err()
+        && std::fs::symlink_metadata(dir.join("HEAD")).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_git_init_and_clone_write_is_inert_and_anything_that_runs_is_not() {
+        let init = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
+        assert!(config_is_inert(init));
+        let clone = format!(
+            "{init}[remote \"origin\"]\n\turl = https://example.com/x.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
+        );
+        assert!(config_is_inert(&clone));
+        for planted in [
+            "[core]\n\tfsmonitor = id >/tmp/x\n",
+            "[core]\n\tpager = sh -c x\n",
+            "[core]\n\thooksPath = .h\n",
+            "[alias]\n\tst = !sh\n",
+            "[include]\n\tpath = ../x\n",
+            "[core] sshCommand = x\n",
+            "[diff \"x\"]\n\ttextconv = sh\n",
+            "[filter \"lfs\"]\n\tclean = sh\n",
+            "[remote \"o\"]\n\tuploadpack = sh\n",
+        ] {
+            assert!(!config_is_inert(&format!("{init}{planted}")), "{planted}");
+        }
+    }
+
+    #[test]
+    fn hooks_are_inert_only_when_they_are_samples() {
+        let dir = std::env::temp_dir().join(format!("agentd-fresh-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let hooks = dir.join("r/.git/hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        let (root, repo) = (dir.clone(), dir.join("r"));
+        assert!(is_inert(&root, &repo, &hooks), "empty");
+        std::fs::write(hooks.join("pre-commit.sample"), "#!/bin/sh\n").unwrap();
+        assert!(is_inert(&root, &repo, &hooks));
+        std::fs::write(hooks.join("post-checkout"), "#!/bin/sh\nid\n").unwrap();
+        assert!(!is_inert(&root, &repo, &hooks));
+        std::fs::remove_file(hooks.join("post-checkout")).unwrap();
+        std::os::unix::fs::symlink("/bin/sh", hooks.join("x.sample")).unwrap();
+        assert!(!is_inert(&root, &repo, &hooks), "a symlink is not a sample");
+        let info = dir.join("r/.git/info");
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(info.join("exclude"), "# git ls-files --others\n\n").unwrap();
+        assert!(is_inert(&root, &repo, &info));
+        std::fs::write(info.join("exclude"), "# x\nconftest.py\n").unwrap();
+        assert!(!is_inert(&root, &repo, &info), "it hides a file");
+        std::fs::write(dir.join("r/.git/config"), "[core]\n\tfsmonitor = x\n").unwrap();
+        assert!(!is_inert(&root, &repo, &dir.join("r/.git/config")));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_path_belongs_to_the_deepest_repository_whose_git_directory_holds_it() {
+        let repos = vec![PathBuf::from("/w"), PathBuf::from("/w/vendor/lib")];
+        assert_eq!(
+            owner_of(Path::new("/w/vendor/lib/.git/config"), &repos),
+            Some(&repos[1])
+        );
+        assert_eq!(
+            owner_of(Path::new("/w/.git/hooks"), &repos),
+            Some(&repos[0])
+        );
+        assert_eq!(owner_of(Path::new("/w/.vscode"), &repos), None);
+    }
+}
