@@ -5,7 +5,8 @@
 //! one session engine every front end drives) · [`agent`] (the turn loop, dispatch, approvals) ·
 //! [`server`] (the daemon's socket) · [`store`] (session logs) · [`providers`] (model
 //! providers: the internal model, retries, the wire formats) · [`worker`] (spawning
-//! tool-workers, their cgroups and environment).
+//! tool-workers, their cgroups and environment) · [`inert`] (model text made harmless for a
+//! terminal) · [`workspace_file`] (the client's reads of files the model may have made).
 
 pub mod agent;
 pub mod cli;
@@ -19,3 +20,4 @@ pub mod server;
 pub mod settings;
 pub mod store;
 pub mod worker;
+pub mod workspace_file;
