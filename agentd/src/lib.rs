@@ -6,9 +6,11 @@
 //! [`server`] (the daemon's socket) · [`store`] (session logs) · [`providers`] (model
 //! providers: the internal model, retries, the wire formats) · [`worker`] (spawning
 //! tool-workers, their cgroups and environment) · [`inert`] (model text made harmless for a
-//! terminal) · [`workspace_file`] (the client's reads of files the model may have made).
+//! terminal) · [`approval_view`] (what an approval prompt shows) · [`workspace_file`] (the
+//! client's reads of files the model may have made).
 
 pub mod agent;
+pub mod approval_view;
 pub mod cli;
 pub mod config;
 pub mod context;
