@@ -302,6 +302,23 @@ fn print_event(event: &Event, out: &Mutex<std::io::Stdout>, styled: bool) {
     let _ = out.flush();
 }
 
+/// The demo's `add.py` as the model left it, read the way the client reads any file the model
+/// may have made ([`crate::workspace_file::read`]: not a FIFO, not through a symlink, bounded).
+/// Returns its text (empty when it cannot be read).
+fn show_result(repo: &std::path::Path) -> String {
+    match crate::workspace_file::read(repo, std::path::Path::new("add.py"), 64 * 1024) {
+        Ok(text) => {
+            let text = text.unwrap_or_default();
+            println!("add.py is now:\n{}", inert(&text));
+            text
+        }
+        Err(why) => {
+            println!("add.py is not shown: {why}");
+            String::new()
+        }
+    }
+}
+
 /// Makes the repository in `base`: a failing test, the code it tests, and the editor settings
 /// a real project has (which makes `.vscode` a protected path of the sandbox). Returns the
 /// repository and the calls' temp root.
@@ -406,8 +423,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         .build()?;
     let outcome = runtime.block_on(run_turn(repo.clone(), tmp, &probe, tally.clone()))?;
     drop(runtime);
-    let fixed = std::fs::read_to_string(repo.join("add.py")).unwrap_or_default();
-    println!("add.py is now:\n{}", inert(&fixed));
+    let fixed = show_result(&repo);
     let planted = repo.join(TASKS).exists();
     drop(base);
     let tally = tally
@@ -479,7 +495,6 @@ fn interactive() -> Result<i32> {
         local::LocalLink::open(recipe, &Start::New)?
     };
     let code = Repl::new(link, runtime, repo.clone(), None)?.run(opened, Some(TASK))?;
-    let fixed = std::fs::read_to_string(repo.join("add.py")).unwrap_or_default();
-    println!("add.py is now:\n{}", inert(&fixed));
+    show_result(&repo);
     Ok(code)
 }

@@ -7,6 +7,12 @@
 //! is what was there. Newline and tab are kept: they are what makes output readable, and they
 //! cannot move the cursor anywhere a line break could not.
 //!
+//! Where the text must be read exactly — what an approval asks about — [`exact`] goes further,
+//! by construction rather than by list: every character that is not printable and visible
+//! (Unicode letters, marks, numbers, punctuation, symbols and the ASCII space, none of them
+//! default-ignorable) is escaped, a newline shows as `⏎`. It is the same escaping code as
+//! [`inert`] with a stricter test.
+//!
 //! Only for text printed to a person. JSON output keeps the exact text: serde escapes the C0
 //! controls there, and [`json`] escapes the rest (DEL, C1, bidi) as `\uXXXX`, which decodes to
 //! the very same string.
@@ -43,7 +49,52 @@ pub fn inert_line(text: &str) -> Cow<'_, str> {
     escaped(text, |c| is_unsafe(c) || matches!(c, '\n' | '\t'))
 }
 
+/// The mark [`exact`] shows for a newline.
+pub const NEWLINE: char = '⏎';
+
+/// Whether `c` is a printable, visible character: the ASCII space, or one whose Unicode general
+/// category is a letter, mark, number, punctuation or symbol and that is not default-ignorable
+/// (those show as nothing: the variation selectors, the Hangul fillers, the combining grapheme
+/// joiner). Everything else — controls, format characters (zero-width, bidi, tags), separators
+/// and spaces other than U+0020 (a no-break space looks like a space and is not one to the
+/// shell), private use, surrogates, unassigned code points — is not.
+pub fn is_visible(c: char) -> bool {
+    use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup};
+    use icu_properties::{CodePointMapData, CodePointSetData};
+    if c.is_ascii() {
+        return c == ' ' || c.is_ascii_graphic();
+    }
+    let category = CodePointMapData::<GeneralCategory>::new().get(c);
+    let shown = [
+        GeneralCategoryGroup::Letter,
+        GeneralCategoryGroup::Mark,
+        GeneralCategoryGroup::Number,
+        GeneralCategoryGroup::Punctuation,
+        GeneralCategoryGroup::Symbol,
+    ]
+    .iter()
+    .any(|group| group.contains(category));
+    shown && !CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
+}
+
+/// `text` for an approval, where what the person reads must be exactly what runs: every
+/// character that is not [`is_visible`] escaped like [`inert`] does (`\x1b`, `\u{200b}`), a
+/// newline shown as [`NEWLINE`] — and [`NEWLINE`] itself, when the text has it, escaped
+/// (`\u{23ce}`), so that the mark always means a real newline. The result is one line.
+pub fn exact(text: &str) -> Cow<'_, str> {
+    escaped_marking(text, |c| !is_visible(c) || c == NEWLINE, Some(NEWLINE))
+}
+
 fn escaped(text: &str, unsafe_char: impl Fn(char) -> bool) -> Cow<'_, str> {
+    escaped_marking(text, unsafe_char, None)
+}
+
+/// `text` with each `unsafe_char` escaped, a newline shown as `newline` when one is given.
+fn escaped_marking(
+    text: &str,
+    unsafe_char: impl Fn(char) -> bool,
+    newline: Option<char>,
+) -> Cow<'_, str> {
     let Some(first) = text.find(&unsafe_char) else {
         return Cow::Borrowed(text);
     };
@@ -52,6 +103,8 @@ fn escaped(text: &str, unsafe_char: impl Fn(char) -> bool) -> Cow<'_, str> {
     for c in text[first..].chars() {
         if !unsafe_char(c) {
             out.push(c);
+        } else if let (Some(mark), '\n') = (newline, c) {
+            out.push(mark);
         } else if c.is_ascii() {
             let _ = write!(out, "\\x{:02x}", c as u32);
         } else {

@@ -5,9 +5,12 @@
 //! one session engine every front end drives) · [`agent`] (the turn loop, dispatch, approvals) ·
 //! [`server`] (the daemon's socket) · [`store`] (session logs) · [`providers`] (model
 //! providers: the internal model, retries, the wire formats) · [`worker`] (spawning
-//! tool-workers, their cgroups and environment).
+//! tool-workers, their cgroups and environment) · [`inert`] (model text made harmless for a
+//! terminal) · [`approval_view`] (what an approval prompt shows) · [`workspace_file`] (the
+//! client's reads of files the model may have made).
 
 pub mod agent;
+pub mod approval_view;
 pub mod cli;
 pub mod config;
 pub mod context;
@@ -19,3 +22,4 @@ pub mod server;
 pub mod settings;
 pub mod store;
 pub mod worker;
+pub mod workspace_file;

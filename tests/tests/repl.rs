@@ -93,7 +93,10 @@ both!(
 
         pane.type_line("make a directory");
         let screen = pane.wait_for("allow? [y/a/n]");
-        assert!(screen.contains("? approve bash mkdir newdir"), "{screen}");
+        assert!(
+            screen.contains("? approve bash\n  1 │ mkdir newdir"),
+            "{screen}"
+        );
         assert!(
             screen.contains("why: `mkdir newdir` matches no bash rule"),
             "{screen}"
@@ -285,7 +288,7 @@ fn the_same_repl_drives_a_session_in_a_running_daemon() {
     pane.type_line("make a directory");
     let screen = pane.wait_for("allow? [y/a/n]");
     assert!(
-        screen.contains("? approve bash mkdir fromdaemon"),
+        screen.contains("? approve bash\n  1 │ mkdir fromdaemon"),
         "{screen}"
     );
     assert!(
@@ -334,7 +337,7 @@ fn the_interactive_demo_asks_and_always_covers_the_second_run() {
     let pane = Pane::start(&cmd, &home.0);
     let screen = pane.wait_for("allow? [y/a/n]");
     assert!(
-        screen.contains("? approve bash python3 test_add.py"),
+        screen.contains("? approve bash\n  1 │ python3 test_add.py"),
         "{screen}"
     );
     pane.type_line("a");

@@ -9,7 +9,6 @@
 //! remembered instead. The remembered set is a serialisable value ([`policy::Approvals`]), kept
 //! with the session.
 
-use crate::inert::inert;
 use policy::{ApprovalKey, Approvals, Decision};
 use protocol::event::ToolCall;
 use protocol::ids::ApprovalId;
@@ -97,15 +96,12 @@ impl Approver {
             return Some((ApprovalDecision::AllowOnce, "session"));
         }
         let _turn = prompt.lock().await;
-        // The model wrote the call: shown inert, so it cannot rewrite what the human reads.
-        let question = format!(
-            "\n? {} {}\n  needs approval: {}\n  [y] allow once  [a] allow always: {}  [N] deny: ",
-            inert(&call.name),
-            inert(&call.arguments),
-            inert(&decision.reason),
-            inert(&what_always_covers(call, decision))
-        );
-        let answer = tokio::task::spawn_blocking(move || ask_tty(&question))
+        // The model wrote the call: shown exactly (escaped, numbered, wrapped by us) under our
+        // own title, so it cannot draw what the human reads (crate::approval_view).
+        let (call_shown, reason) = (call.clone(), decision.reason.clone());
+        let covers = what_always_covers(call, decision);
+        let asking = move |width: usize| question(&call_shown, &reason, &covers, width);
+        let answer = tokio::task::spawn_blocking(move || ask_tty(asking))
             .await
             .ok()
             .flatten()?;
@@ -167,13 +163,28 @@ fn what_always_covers(call: &ToolCall, decision: &Decision) -> String {
     }
 }
 
-/// Asks on the controlling terminal; `None` if there is none.
-fn ask_tty(question: &str) -> Option<String> {
+/// The question on the terminal, `width` columns wide: our title, the call's subject whole and
+/// numbered, why it asks and what "always" would cover, each escaped and wrapped by us; the
+/// answer line last.
+fn question(call: &ToolCall, reason: &str, covers: &str, width: usize) -> String {
+    use crate::approval_view::{field, numbered, subject, title};
+    let mut lines = vec![String::new(), title(&call.name)];
+    lines.extend(numbered(&subject(call), width));
+    lines.extend(field("  needs approval: ", reason, width));
+    lines.extend(field("  [a] would allow always: ", covers, width));
+    lines.push("  [y] allow once  [a] allow always  [N] deny: ".into());
+    lines.join("\n")
+}
+
+/// Asks on the controlling terminal the question `asking` draws for its width; `None` if there
+/// is no terminal.
+fn ask_tty(asking: impl FnOnce(usize) -> String) -> Option<String> {
     let mut tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
         .ok()?;
+    let question = asking(crate::approval_view::columns(&tty));
     tty.write_all(question.as_bytes()).ok()?;
     tty.flush().ok()?;
     let mut line = String::new();
@@ -202,6 +213,22 @@ mod tests {
             home: Some(Path::new("/home/dev")),
         };
         p.check_bash(command, &ctx)
+    }
+
+    #[test]
+    fn the_terminal_question_numbers_the_command_under_one_title_of_ours() {
+        let command = format!("{}? approve bash git log --oneline -5", "\n".repeat(45));
+        let shown = question(&bash(&command), "asks\u{202e}", "`x`", 120);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines[1], "? approve bash");
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with('?')).count(),
+            1,
+            "{shown}"
+        );
+        assert_eq!(lines[47], "  46 │ ? approve bash git log --oneline -5");
+        assert_eq!(lines[48], r"  needs approval: asks\u{202e}");
+        assert!(shown.ends_with("[N] deny: "), "{shown}");
     }
 
     #[test]

@@ -297,12 +297,13 @@ fn report(outcome: &TurnOutcome, format: &str, session: &SessionId) {
 /// made [`inert`]: they reach a terminal.
 fn describe(event: &Event) {
     match event {
+        // One line each, whatever the model put in them (inert::exact: `⏎` for a newline).
         Event::ToolCallStarted(s) => eprintln!(
             "→ {} {} [{}: {}]",
-            inert(&s.call.name),
-            inert(&s.call.arguments),
+            inert::exact(&s.call.name),
+            inert::exact(&s.call.arguments),
             s.verdict,
-            inert(&s.reason)
+            inert::exact(&s.reason)
         ),
         Event::ToolCallFinished(f) => {
             let first = f.content.lines().next().unwrap_or_default();

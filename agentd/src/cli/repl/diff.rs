@@ -1,8 +1,11 @@
 //! The coloured diff shown for `str_replace` and `write_file` calls, before they run (so the
 //! approval prompt comes after what would change). Lines are made inert: the model wrote them.
+//! The file a `write_file` would replace is read through [`workspace_file::read`]: the model
+//! may have left a FIFO, a symlink or a device there, which is named instead of opened.
 
 use super::style::{Palette, Tone};
 use crate::inert::inert;
+use crate::workspace_file;
 use similar::{ChangeTag, TextDiff};
 use std::path::Path;
 
@@ -39,28 +42,29 @@ pub fn render(before: &str, after: &str, palette: Palette) -> String {
 }
 
 /// The diff a tool call would make, from its arguments: `str_replace`'s old and new text, or
-/// `write_file`'s content against the file as it is now (read only inside `workspace`).
-/// `None` for other tools or arguments that do not parse.
+/// `write_file`'s content against the file as it is now (read only inside `workspace`; when it
+/// cannot be read safely, a note says why and the content is shown whole). `None` for other
+/// tools or arguments that do not parse.
 pub fn of_call(name: &str, arguments: &str, workspace: &Path, palette: Palette) -> Option<String> {
     let args: serde_json::Value = serde_json::from_str(arguments).ok()?;
     let text = |key: &str| args.get(key).and_then(|v| v.as_str());
     match name {
         "str_replace" => Some(render(text("old")?, text("new")?, palette)),
         "write_file" => {
-            let before = current(workspace, text("path")?).unwrap_or_default();
-            Some(render(&before, text("content")?, palette))
+            let after = text("content")?;
+            Some(
+                match workspace_file::read(workspace, Path::new(text("path")?), MAX_READ) {
+                    Ok(before) => render(&before.unwrap_or_default(), after, palette),
+                    Err(why) => {
+                        let note = format!("    (not compared with the file now: {why})");
+                        let note = palette.paint(Tone::Yellow, &note);
+                        format!("{note}\n{}", render("", after, palette))
+                    }
+                },
+            )
         }
         _ => None,
     }
-}
-
-/// The file's text now, if `path` is inside `workspace` and small enough to show.
-fn current(workspace: &Path, path: &str) -> Option<String> {
-    let full = workspace.join(path).canonicalize().ok()?;
-    if !full.starts_with(workspace) || std::fs::metadata(&full).ok()?.len() > MAX_READ {
-        return None;
-    }
-    std::fs::read_to_string(full).ok()
 }
 
 #[cfg(test)]
@@ -99,9 +103,31 @@ mod tests {
         let outside = of_call(
             "write_file",
             r#"{"path": "../../../../etc/hostname", "content": "x\n"}"#,
-            &ws.join("no-such-dir"),
+            &ws,
             plain,
         );
-        assert_eq!(outside.as_deref(), Some("    + x"));
+        assert_eq!(
+            outside.as_deref(),
+            Some("    (not compared with the file now: outside the workspace)\n    + x")
+        );
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_the_file_is_named_not_opened() {
+        let ws = std::env::temp_dir().join(format!("agentd-diff-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&ws);
+        std::fs::create_dir_all(&ws).unwrap_or_default();
+        nix::unistd::mkfifo(
+            &ws.join("pipe"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let args = r#"{"path": "pipe", "content": "x\n"}"#;
+        let shown = of_call("write_file", args, &ws, Palette { on: false });
+        let _ = std::fs::remove_dir_all(&ws);
+        assert_eq!(
+            shown.as_deref(),
+            Some("    (not compared with the file now: a FIFO, not a regular file)\n    + x")
+        );
     }
 }

@@ -200,7 +200,8 @@ impl<L: SessionLink> Repl<L> {
     /// refusal may come with a note for the model: the turn is interrupted, and the note is
     /// returned, to be sent as the next message (the approval reply itself carries no text).
     fn approve(&mut self, ask: &ApprovalRequested) -> Option<String> {
-        let question = approval::question(ask, self.render.palette);
+        let width = crate::approval_view::columns(std::io::stdout());
+        let question = approval::question(ask, self.render.palette, width);
         self.render.line(&question);
         let (decision, interrupt) = loop {
             match self.editor.read(approval::PROMPT) {

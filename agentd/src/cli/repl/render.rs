@@ -5,6 +5,7 @@
 
 use super::diff;
 use super::style::{Palette, Tone};
+use crate::approval_view;
 use crate::inert::inert;
 use protocol::event::{
     Event, ToolCall, ToolCallFinished, ToolCallStarted, ToolStatus, TurnFinished,
@@ -328,24 +329,16 @@ impl Renderer {
     }
 }
 
-/// The call in a few words: the command for bash, the path (and pattern) for file tools, the
-/// raw arguments otherwise. Inert.
+/// The call in a few words, on one line: what it acts on ([`exact_of`]), cut.
 pub fn summary_of(call: &ToolCall) -> String {
     cut(&exact_of(call))
 }
 
-/// What the call acts on, whole: the exact command for bash, the path (and pattern) for file
-/// tools, the raw arguments otherwise. Inert.
+/// What the call acts on ([`approval_view::subject`]: the command, the path, the arguments),
+/// whole and on one line: [`crate::inert::exact`], so a newline in a command shows as `⏎`
+/// instead of drawing lines of the model's choosing above the approval prompt.
 pub fn exact_of(call: &ToolCall) -> String {
-    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-    let text = |key: &str| args.get(key).and_then(|v| v.as_str());
-    let summary = match (text("command"), text("pattern"), text("path")) {
-        (Some(command), _, _) => command.to_owned(),
-        (None, Some(pattern), path) => format!("{pattern} {}", path.unwrap_or("")),
-        (None, None, Some(path)) => path.to_owned(),
-        _ => call.arguments.clone(),
-    };
-    inert(summary.trim()).into_owned()
+    crate::inert::exact(approval_view::subject(call).trim()).into_owned()
 }
 
 /// The call as one line: its tool and [`summary_of`] it.
@@ -456,6 +449,11 @@ mod tests {
         assert_eq!(
             summary_of(&call("bash", r#"{"command": "echo \u001b[2J"}"#)),
             r"echo \x1b[2J"
+        );
+        assert_eq!(
+            summary_of(&call("bash", r#"{"command": "ls\n\n? approve bash ls"}"#)),
+            "ls⏎⏎? approve bash ls",
+            "one line, whatever the command holds"
         );
         let long = format!(r#"{{"command": "{}"}}"#, "a".repeat(500));
         assert_eq!(
