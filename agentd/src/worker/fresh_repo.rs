@@ -92,6 +92,13 @@ fn gitdir_stays_in(text: &str, repo: &Path, root: &Path) -> bool {
 /// The text of the regular file at `path`, reached without following any symlink, at most
 /// 256 KiB; `None` otherwise.
 fn read(path: &Path) -> Option<String> {
+    let bytes = read_no_symlinks(path, 256 * 1024)?;
+    String::from_utf8(bytes).ok()
+}
+
+/// The bytes of the regular file at `path`, reached without following any symlink on the way
+/// and not waited on (a FIFO); `None` when it is anything else, or longer than `max`.
+pub fn read_no_symlinks(path: &Path, max: u64) -> Option<Vec<u8>> {
     let parent = open_no_symlinks(path.parent()?, true).ok()?;
     let fd = openat(
         &parent,
@@ -100,7 +107,17 @@ fn read(path: &Path) -> Option<String> {
         Mode::empty(),
     )
     .ok()?;
-    gitconfig::read_opened(std::fs::File::from(fd))
+    let file = std::fs::File::from(fd);
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, max.saturating_add(1)),
+        &mut bytes,
+    )
+    .ok()?;
+    (bytes.len() as u64 <= max).then_some(bytes)
 }
 
 /// Whether the directory at `path` (no symlink followed) has at most [`MAX_ENTRIES`] entries and

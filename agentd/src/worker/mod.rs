@@ -16,6 +16,7 @@ pub mod pool;
 pub mod process;
 pub mod protect;
 pub mod repos;
+pub mod review;
 pub mod spawn;
 pub mod tmp;
 pub mod verify;

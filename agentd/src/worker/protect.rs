@@ -54,6 +54,8 @@ struct Known {
     walk: super::repos::RepoWalk,
     /// What the last walk found: the repositories each call's spec carries.
     found: Vec<PathBuf>,
+    /// What git showed of each repository after the last call ([`super::review`]).
+    shown: super::review::Shown,
 }
 
 impl Baseline {
@@ -71,11 +73,14 @@ impl Baseline {
         let found = walk_roots(&mut walk, spec);
         let spec = with_repositories(spec, &found);
         let names = protected_names(&spec);
+        let repositories = repositories_in(&spec);
+        let listed: Vec<PathBuf> = repositories.iter().cloned().collect();
         Baseline {
             state: Mutex::new(Known {
                 openness: super::loosened::Snapshot::of(writable_roots(&spec), &names),
                 paths: names.into_iter().collect(),
-                repositories: repositories_in(&spec),
+                shown: super::review::Shown::of(&listed, &writable_roots(&spec)),
+                repositories,
                 walk,
                 found,
             }),
@@ -141,6 +146,8 @@ impl Baseline {
             tracing::warn!("{note}");
             notes.push(note);
         }
+        let shown = super::review::Shown::of(&repositories, &writable_roots(&spec));
+        notes.extend(known.shown.compare(shown));
         known.repositories.extend(repositories);
         for note in known.openness.close_again(writable_roots(&spec), &names) {
             tracing::warn!("{note}");

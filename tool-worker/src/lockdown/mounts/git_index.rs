@@ -1,12 +1,16 @@
-//! The submodules a repository's index records (gitlinks), read from `.git/index` itself.
+//! The submodules a repository's index records (gitlinks), read from `.git/index` itself, and
+//! the entries it hides from the user's review.
 //!
 //! A parent's `git status` runs `git status` in every populated submodule its index records —
 //! with or without a `.gitmodules` entry, which the model can edit or delete. So the `.git`
 //! files of submodules deeper than one level are found here, in the index, where a call cannot
 //! hide them without breaking the repository (git refuses a corrupt index, and then runs
 //! nothing). Versions 2, 3 and 4 of the format (`Documentation/gitformat-index.txt`), SHA-1 and
-//! SHA-256 object names; only entries' modes and paths are read. A large index is read once per
-//! change: the result is kept by the file's identity, size and modification time.
+//! SHA-256 object names; only entries' modes, flags and paths are read. An entry whose
+//! assume-unchanged (`CE_VALID`) or skip-worktree bit is set is one `git status` and `git diff`
+//! do not look at: a call that sets it hides its change to that file from the user. A large
+//! index is read once per change: the result is kept by the file's path, identity, size and
+//! modification and change times.
 
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -22,27 +26,59 @@ const GITLINK: u32 = 0o160000;
 /// Most gitlinks taken from one index; one with more is not read (and refused by the caller).
 pub const MAX_GITLINKS: usize = 1024;
 
+/// Most hidden entries named from one index; past it they are counted, not named.
+pub const MAX_HIDDEN: usize = 1024;
+
 /// The longest path an entry may have (git's own limit on Linux is `PATH_MAX`).
 const MAX_NAME: usize = 4096;
 
-/// Identity, size, modification and change times of the index last read, and its gitlinks.
+/// An entry's assume-unchanged bit (`CE_VALID`), in its flags.
+const ASSUME_UNCHANGED: u16 = 0x8000;
+/// An entry's skip-worktree bit, in its extended flags (versions 3 and 4).
+const SKIP_WORKTREE: u16 = 0x4000;
+
+/// What an index says that matters here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// The gitlinks (submodules), relative to the worktree.
+    pub links: Vec<PathBuf>,
+    /// Entries with the assume-unchanged or skip-worktree bit, up to [`MAX_HIDDEN`].
+    pub hidden: Vec<PathBuf>,
+    /// How many entries have one of those bits (named or not).
+    pub hidden_count: usize,
+}
+
+/// Path, identity, size, modification and change times of an index read, and what it said.
 /// The change time is the kernel's: a call that rewrites the index in place and puts its
 /// modification time back cannot put that back too.
-type Kept = ((u64, u64, u64, i64, i64, i64, i64), Vec<PathBuf>);
+type Kept = (
+    (PathBuf, u64, u64, u64, i64, i64, i64, i64),
+    Result<Facts, String>,
+);
 
-static LAST: Mutex<Option<Kept>> = Mutex::new(None);
+/// The indexes read last (a workspace with nested repositories has one each).
+static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+/// Most indexes kept.
+const MAX_KEPT: usize = 32;
 
 /// The paths (relative to the worktree) of the gitlinks in the index at `index` — and in the
 /// shared index a split index names (`git update-index --split-index` moves the entries there);
 /// empty when it is missing, too large, or not an index git would read.
 pub fn gitlinks(index: &Path) -> Result<Vec<PathBuf>, String> {
+    facts(index).map(|f| f.links)
+}
+
+/// What the index at `index` says (see [`Facts`]); the default when it is missing, too large,
+/// or not an index git would read; an error when its gitlinks cannot all be told.
+pub fn facts(index: &Path) -> Result<Facts, String> {
     let Ok(meta) = std::fs::symlink_metadata(index) else {
-        return Ok(Vec::new());
+        return Ok(Facts::default());
     };
     if !meta.is_file() || meta.len() > MAX_INDEX_BYTES {
-        return Ok(Vec::new());
+        return Ok(Facts::default());
     }
     let key = (
+        index.to_path_buf(),
         meta.dev(),
         meta.ino(),
         meta.len(),
@@ -51,20 +87,34 @@ pub fn gitlinks(index: &Path) -> Result<Vec<PathBuf>, String> {
         meta.ctime(),
         meta.ctime_nsec(),
     );
-    if let Some((k, links)) = LAST.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
-        && *k == key
+    if let Some((_, facts)) = KEPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(k, _)| *k == key)
     {
-        return Ok(links.clone());
+        return facts.clone();
     }
+    let facts = read(index);
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    kept.retain(|(k, _)| k.0 != key.0);
+    if kept.len() >= MAX_KEPT {
+        drop(kept.remove(0));
+    }
+    kept.push((key, facts.clone()));
+    facts
+}
+
+fn read(index: &Path) -> Result<Facts, String> {
     let bytes = super::gitconfig::read_regular_bytes(index, MAX_INDEX_BYTES)?;
     // Not an index git would read (git then refuses the repository and runs nothing): none.
     let Some((parsed, hash)) = [20, 32]
         .into_iter()
         .find_map(|hash| Some((parse(&bytes, hash)?, hash)))
     else {
-        return Ok(Vec::new());
+        return Ok(Facts::default());
     };
-    let mut links = parsed.links;
+    let mut facts = parsed.facts;
     let mut doubt = parsed.doubt;
     if let Some(name) = parsed.shared {
         let shared = index.with_file_name(format!("sharedindex.{name}"));
@@ -72,7 +122,12 @@ pub fn gitlinks(index: &Path) -> Result<Vec<PathBuf>, String> {
             .map_err(|e| format!("its shared index {}: {e}", shared.display()))?;
         match parse(&bytes, hash) {
             Some(more) => {
-                links.extend(more.links);
+                facts.links.extend(more.facts.links);
+                facts.hidden_count += more.facts.hidden_count;
+                let room = MAX_HIDDEN.saturating_sub(facts.hidden.len());
+                facts
+                    .hidden
+                    .extend(more.facts.hidden.into_iter().take(room));
                 doubt = doubt.or(more.doubt);
             }
             None => {
@@ -86,8 +141,7 @@ pub fn gitlinks(index: &Path) -> Result<Vec<PathBuf>, String> {
     if let Some(why) = doubt {
         return Err(why);
     }
-    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, links.clone()));
-    Ok(links)
+    Ok(facts)
 }
 
 fn be32(bytes: &[u8], at: usize) -> Option<u32> {
@@ -102,8 +156,8 @@ fn be16(bytes: &[u8], at: usize) -> Option<u16> {
 
 /// What one index file holds that matters here.
 struct Parsed {
-    /// Its gitlinks.
-    links: Vec<PathBuf>,
+    /// Its gitlinks and hidden entries.
+    facts: Facts,
     /// The shared index its `link` extension names (hex), if it is a split index.
     shared: Option<String>,
     /// Why its gitlinks cannot all be told (a split index's gitlink that replaces a shared
@@ -127,14 +181,16 @@ fn parse(bytes: &[u8], hash: usize) -> Option<Parsed> {
     let end = bytes.len().checked_sub(hash)?;
     let mut at = 12;
     let mut previous: Vec<u8> = Vec::new();
-    let mut links = Vec::new();
+    let mut facts = Facts::default();
     let mut doubt = None;
     for _ in 0..count {
         let start = at;
         let mode = be32(bytes, at + 24)?;
         let flags = be16(bytes, at + 40 + hash)?;
         at += 40 + hash + 2;
+        let mut extended = 0;
         if version >= 3 && flags & 0x4000 != 0 {
+            extended = be16(bytes, at)?;
             at += 2;
         }
         if version == 4 {
@@ -164,10 +220,20 @@ fn parse(bytes: &[u8], hash: usize) -> Option<Parsed> {
         if mode & 0o170000 == GITLINK {
             if name.is_empty() {
                 doubt = Some("a split index replaces an entry with a gitlink".to_owned());
-            } else if links.len() >= MAX_GITLINKS {
+            } else if facts.links.len() >= MAX_GITLINKS {
                 doubt = Some(format!("it records more than {MAX_GITLINKS} gitlinks"));
             } else {
-                links.push(PathBuf::from(std::ffi::OsStr::from_bytes(name)));
+                facts
+                    .links
+                    .push(PathBuf::from(std::ffi::OsStr::from_bytes(name)));
+            }
+        }
+        if flags & ASSUME_UNCHANGED != 0 || extended & SKIP_WORKTREE != 0 {
+            facts.hidden_count += 1;
+            if facts.hidden.len() < MAX_HIDDEN {
+                facts
+                    .hidden
+                    .push(PathBuf::from(std::ffi::OsStr::from_bytes(name)));
             }
         }
     }
@@ -183,7 +249,7 @@ fn parse(bytes: &[u8], hash: usize) -> Option<Parsed> {
         at = at.checked_add(8)?.checked_add(size)?;
     }
     Some(Parsed {
-        links,
+        facts,
         shared,
         doubt,
     })
@@ -270,6 +336,32 @@ mod tests {
         std::fs::write(ws.join(".git/index"), b"DIRC garbage").unwrap();
         assert!(gitlinks(&ws.join(".git/index")).unwrap().is_empty());
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn entries_hidden_from_status_are_told_in_every_index_version() {
+        let ws = std::env::temp_dir().join(format!("agentd-index-hidden-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&ws);
+        std::fs::create_dir_all(&ws).unwrap();
+        git(&ws, &["init", "-q"]);
+        for f in ["Makefile", "conftest.py", "plain"] {
+            std::fs::write(ws.join(f), "x").unwrap();
+        }
+        git(&ws, &["add", "."]);
+        assert_eq!(facts(&ws.join(".git/index")).unwrap().hidden_count, 0);
+        git(&ws, &["update-index", "--skip-worktree", "Makefile"]);
+        git(&ws, &["update-index", "--assume-unchanged", "conftest.py"]);
+        for version in ["3", "4"] {
+            git(&ws, &["update-index", "--index-version", version]);
+            let facts = facts(&ws.join(".git/index")).unwrap();
+            assert_eq!(
+                facts.hidden,
+                vec![PathBuf::from("Makefile"), PathBuf::from("conftest.py")],
+                "index version {version}"
+            );
+            assert_eq!(facts.hidden_count, 2);
+        }
+        std::fs::remove_dir_all(&ws).unwrap();
     }
 
     #[test]

@@ -1,0 +1,216 @@
+//! What changes what git shows the user, told after each call.
+//!
+//! "Review the changes before you run them" is the user's defence, and git is how most review:
+//! a call that can make `git status`, `git diff` or `git log` lie defeats it. The ways git hides
+//! that live in places a call must be able to write — `.git/index`, `refs/`, `packed-refs`,
+//! `shallow` — so they are not made read-only; instead the check after each call compares, for
+//! every repository in the writable roots, with what was there before and tells the model and
+//! the user what changed:
+//!
+//! - index entries whose **assume-unchanged** or **skip-worktree** bit was set: `git status` and
+//!   `git diff` skip the file, whatever it now holds;
+//! - **replace refs** (`refs/replace/*`, loose or packed): `git log` and `git show` show another
+//!   commit than the one that is there;
+//! - a **`shallow`** file: `git log` stops where it says.
+//!
+//! `info/exclude` and `info/grafts` are protected paths (read-only), and the end of a turn lists
+//! the files it changed from the supervisor's own view, not from git.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use tool_worker::lockdown::mounts::{git_index, gitconfig};
+
+/// Most bytes of a `packed-refs` read (a repository of ~200,000 refs).
+const MAX_PACKED_REFS: u64 = 16 << 20;
+/// Most names listed in a note.
+const MAX_NAMED: usize = 10;
+
+/// What git would show of each repository, as far as a call can make it lie.
+#[derive(Debug, Default)]
+pub struct Shown {
+    repos: BTreeMap<PathBuf, Seen>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Seen {
+    /// Index entries with the assume-unchanged or skip-worktree bit.
+    hidden: BTreeSet<PathBuf>,
+    /// Replace refs, loose and packed.
+    replaced: BTreeSet<String>,
+    /// Whether the repository is shallow.
+    shallow: bool,
+}
+
+impl Shown {
+    /// What the repositories (tops: a directory holding `.git`, or a bare git directory) show
+    /// now; `roots` are the writable roots a `.git` file may lead into.
+    pub fn of(repos: &[PathBuf], roots: &[&PathBuf]) -> Shown {
+        Shown {
+            repos: repos
+                .iter()
+                .filter_map(|r| Some((r.clone(), seen(&git_dir(r, roots)?))))
+                .collect(),
+        }
+    }
+
+    /// Compares `self` with what `now` shows, says what a call changed, and keeps `now`.
+    pub fn compare(&mut self, now: Shown) -> Vec<String> {
+        let mut notes = Vec::new();
+        for (repo, seen) in &now.repos {
+            let before = self.repos.get(repo).cloned().unwrap_or_default();
+            let shown_as = repo.display().to_string();
+            let where_ = crate::inert::inert_line(&shown_as);
+            let hidden: Vec<&PathBuf> = seen.hidden.difference(&before.hidden).collect();
+            if !hidden.is_empty() {
+                notes.push(format!(
+                    "this call set git's assume-unchanged or skip-worktree bit on {} in {where_}: `git status` and `git diff` there no longer show changes to them (`git update-index --no-assume-unchanged --no-skip-worktree FILE` undoes it)",
+                    named(hidden.iter().map(|p| p.display().to_string()))
+                ));
+            }
+            let replaced: Vec<&String> = seen.replaced.difference(&before.replaced).collect();
+            if !replaced.is_empty() {
+                notes.push(format!(
+                    "this call added git replace refs {} in {where_}: `git log` and `git show` there show other commits than the ones there (`git replace -d` removes them)",
+                    named(replaced.iter().map(|r| (*r).clone()))
+                ));
+            }
+            if seen.shallow && !before.shallow {
+                notes.push(format!(
+                    "this call made the repository {where_} shallow: `git log` there stops early (its `.git/shallow` file)"
+                ));
+            }
+        }
+        self.repos = now.repos;
+        notes
+    }
+}
+
+fn named(names: impl Iterator<Item = String>) -> String {
+    let names: Vec<String> = names.collect();
+    let mut out: Vec<String> = names
+        .iter()
+        .take(MAX_NAMED)
+        .map(|n| crate::inert::inert_line(n).into_owned())
+        .collect();
+    if names.len() > MAX_NAMED {
+        out.push(format!("and {} more", names.len() - MAX_NAMED));
+    }
+    out.join(", ")
+}
+
+/// The git directory of the repository whose top is `repo`: its `.git` directory, the
+/// directory a `.git` file names inside `roots`, or `repo` itself when it is bare.
+fn git_dir(repo: &Path, roots: &[&PathBuf]) -> Option<PathBuf> {
+    let dot_git = repo.join(".git");
+    match std::fs::symlink_metadata(&dot_git) {
+        Ok(m) if m.is_dir() => Some(dot_git),
+        Ok(m) if m.is_file() => {
+            let text = super::fresh_repo::read_no_symlinks(&dot_git, 4096)?;
+            let text = String::from_utf8_lossy(&text).into_owned();
+            let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?;
+            let dir = gitconfig::lexical_clean(&repo.join(target.trim()));
+            roots.iter().any(|r| dir.starts_with(r)).then_some(dir)
+        }
+        Ok(_) => None,
+        Err(_) => std::fs::symlink_metadata(repo.join("HEAD"))
+            .is_ok()
+            .then(|| repo.to_path_buf()),
+    }
+}
+
+fn seen(git_dir: &Path) -> Seen {
+    let facts = git_index::facts(&git_dir.join("index")).unwrap_or_default();
+    let mut replaced = BTreeSet::new();
+    if let Ok(entries) = std::fs::read_dir(git_dir.join("refs/replace"))
+        && std::fs::symlink_metadata(git_dir.join("refs/replace")).is_ok_and(|m| m.is_dir())
+    {
+        replaced.extend(
+            entries
+                .filter_map(Result::ok)
+                .take(MAX_NAMED * 100)
+                .map(|e| format!("refs/replace/{}", e.file_name().to_string_lossy())),
+        );
+    }
+    if let Some(packed) =
+        super::fresh_repo::read_no_symlinks(&git_dir.join("packed-refs"), MAX_PACKED_REFS)
+    {
+        replaced.extend(
+            String::from_utf8_lossy(&packed)
+                .lines()
+                .filter_map(|l| l.split_once(' ').map(|(_, name)| name))
+                .filter(|name| name.starts_with("refs/replace/"))
+                .take(MAX_NAMED * 100)
+                .map(str::to_owned),
+        );
+    }
+    Seen {
+        hidden: facts.hidden.into_iter().collect(),
+        replaced,
+        shallow: std::fs::symlink_metadata(git_dir.join("shallow"))
+            .is_ok_and(|m| m.is_file() && m.size() > 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@e"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    #[test]
+    fn hidden_entries_replace_refs_and_shallow_are_told_once() {
+        let ws = std::env::temp_dir().join(format!("agentd-review-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&ws);
+        std::fs::create_dir_all(&ws).unwrap();
+        git(&ws, &["init", "-q"]);
+        std::fs::write(ws.join("Makefile"), "x").unwrap();
+        git(&ws, &["add", "."]);
+        git(&ws, &["commit", "-qm", "one"]);
+        std::fs::write(ws.join("Makefile"), "y").unwrap();
+        git(&ws, &["commit", "-qam", "two"]);
+        let root = ws.clone();
+        let repos = vec![ws.clone()];
+        let mut shown = Shown::of(&repos, &[&root]);
+        assert!(shown.compare(Shown::of(&repos, &[&root])).is_empty());
+        git(&ws, &["update-index", "--skip-worktree", "Makefile"]);
+        let (one, two) = (
+            git(&ws, &["rev-parse", "HEAD~1"]),
+            git(&ws, &["rev-parse", "HEAD"]),
+        );
+        git(&ws, &["replace", &two, &one]);
+        std::fs::write(ws.join(".git/shallow"), format!("{one}\n")).unwrap();
+        let notes = shown.compare(Shown::of(&repos, &[&root]));
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].contains("Makefile") && notes[0].contains("skip-worktree"));
+        assert!(
+            notes[1].contains(&format!("refs/replace/{two}")),
+            "{notes:?}"
+        );
+        assert!(notes[2].contains("shallow"));
+        // Told once; packed replace refs are seen too.
+        assert!(shown.compare(Shown::of(&repos, &[&root])).is_empty());
+        git(&ws, &["replace", "-d", &two]);
+        git(&ws, &["replace", &one, &two]);
+        git(&ws, &["pack-refs", "--all"]);
+        let notes = shown.compare(Shown::of(&repos, &[&root]));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains(&format!("refs/replace/{one}"))),
+            "{notes:?}"
+        );
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+}
