@@ -260,7 +260,7 @@ impl Subagents {
         Dispatcher {
             policy: parent.policy.clone(),
             mode: parent.mode.clone(),
-            workers: WorkerPool::new(self.worker.clone(), sandbox, 0),
+            workers: WorkerPool::in_group(self.worker.clone(), sandbox, 0, parent.workers.group()),
             home: parent.home.clone(),
             approver: Arc::clone(&parent.approver),
             approvals: Arc::clone(&parent.approvals),
