@@ -193,7 +193,10 @@ fn set_level(hierarchy: &str, dir: &Path, level: &Level) -> std::io::Result<()> 
     match hierarchy {
         "" => {
             write(dir, "pids.max", &level.max_processes.to_string())?;
-            write(dir, "memory.max", &level.memory_bytes.to_string())?;
+            // Only where the memory controller is enabled (Layout::V2 asks only for pids).
+            if dir.join("memory.max").exists() {
+                write(dir, "memory.max", &level.memory_bytes.to_string())?;
+            }
             if dir.join("cpu.max").exists() {
                 let value = quota.map_or("max 100000".to_owned(), |q| format!("{q} 100000"));
                 write(dir, "cpu.max", &value)?;
@@ -252,7 +255,7 @@ impl SessionGroup {
                 std::fs::create_dir(&dir)?;
                 group.dirs.push(("", dir.clone()));
                 set_level("", &dir, &bounds.session)?;
-                std::fs::write(dir.join("cgroup.subtree_control"), "+pids +memory")?;
+                let _ = std::fs::write(dir.join("cgroup.subtree_control"), "+pids +memory");
             }
             Layout::V1 => {
                 for hierarchy in V1_HIERARCHIES {

@@ -46,13 +46,13 @@ impl Layout {
     }
 
     /// In words, with the aggregate bounds in force ([`super::aggregate::in_force`]), for
-    /// `agentd status`.
-    pub fn describe(self) -> String {
-        format!(
+    /// `agentd status` (a `Cow`, which its caller turns into the `String` it sends).
+    pub fn describe(self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Owned(format!(
             "{}; aggregate bounds: {}",
             self.name(),
             super::aggregate::in_force(self)
-        )
+        ))
     }
 
     /// The layout in words.
