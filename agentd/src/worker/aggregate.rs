@@ -435,12 +435,18 @@ mod tests {
             panic!("cannot create a call group in the session's");
         };
         let dirs = group.dirs().map(Path::to_path_buf).collect::<Vec<_>>();
+        let users: Vec<PathBuf> = dirs
+            .iter()
+            .filter_map(|d| d.parent().map(Path::to_path_buf))
+            .collect();
         drop(call);
         drop(group);
+        for user in &users {
+            let _ = remove_tree(user);
+        }
         assert!(
             dirs.iter().all(|d| !d.exists()),
             "removed with its calls' groups: {dirs:?}"
         );
-        let _ = remove_tree(&user_dir);
     }
 }
