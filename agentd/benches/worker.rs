@@ -386,6 +386,7 @@ fn cgroup_call(spec: &SandboxSpec) {
     use agentd::worker::cgroup::{CallGroup, Layout};
     let group = CallGroup::create(
         Layout::detect(),
+        None,
         spec.limits.max_processes,
         spec.limits.memory_bytes,
     );

@@ -1,7 +1,10 @@
 //! The config file (`/etc/agentd/config.toml`, `$XDG_CONFIG_HOME/agentd/config.toml`, or
-//! `--config`): `[provider]`, `[policy]`, `[sandbox]` and `[server]`. Unknown sections and keys are errors that name
+//! `--config`): `[provider]`, `[policy]`, `[sandbox]`, `[aggregate]`, `[agent]` and `[server]`. Unknown sections and keys are errors that name
 //! the key, the file and the line — a typo never silently falls back to a default.
 
+mod aggregate;
+
+pub use aggregate::AggregateSection;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -19,6 +22,8 @@ pub struct ConfigFile {
     pub agent: Option<AgentSection>,
     /// The daemon's socket server (`agentd serve`).
     pub server: Option<ServerSection>,
+    /// Bounds over all calls of a session and all sessions of a user.
+    pub aggregate: Option<AggregateSection>,
 }
 
 /// `[server]`: the bounds of `agentd serve`; each key defaults to [`crate::server::Limits`].

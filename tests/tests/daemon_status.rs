@@ -121,3 +121,38 @@ fn status_reports_version_uptime_sessions_workers_landlock_and_seccomp() {
         assert!(text.contains(line), "{line:?} in {text}");
     }
 }
+
+#[test]
+fn status_names_the_aggregate_bounds_of_its_config() {
+    let mock = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(MockLlm::start(vec![]));
+    let place = Place::new(&format!(
+        "{CONFIG}[aggregate]\nsession_memory = \"1G\"\nsession_max_processes = 321\n"
+    ));
+    let _d = Daemon::start(&place, &mock.url());
+    let containment = status(&place.socket)["containment"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = Command::new(binary("agentd"))
+        .args(["status", "--socket"])
+        .arg(&place.socket)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("aggregate bounds: "))
+        .unwrap_or_else(|| panic!("no aggregate line in {text}"));
+    if nix::unistd::geteuid().is_root() {
+        assert!(
+            line.contains("per session: memory 1.0 GiB, 321 processes"),
+            "{line}"
+        );
+        assert!(line.contains("per user: memory"), "{line}");
+    } else {
+        assert!(line.contains("none across calls"), "{line}");
+    }
+    assert!(containment.contains(line.trim_start_matches("aggregate bounds: ")));
+}

@@ -73,6 +73,30 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         .collect();
     assert_eq!(protected, protocol::worker::DEFAULT_PROTECTED_PATHS);
 
+    let aggregate = config.aggregate.unwrap();
+    let machine = agentd::worker::aggregate::Machine::read();
+    assert_eq!(
+        agentd::config::AggregateSection::bounds(Some(&aggregate), &machine, &text, "agentd.toml")
+            .unwrap(),
+        agentd::worker::aggregate::Bounds::defaults(&machine)
+    );
+    let agentd::config::AggregateSection {
+        session_memory,
+        user_memory,
+        session_max_processes,
+        session_cpus,
+        user_max_processes,
+        user_cpus,
+    } = aggregate;
+    // The machine-dependent process defaults and the unbounded CPU are written commented out.
+    assert!(session_memory.is_some() && user_memory.is_some());
+    assert!(
+        session_max_processes.is_none()
+            && user_max_processes.is_none()
+            && session_cpus.is_none()
+            && user_cpus.is_none()
+    );
+
     let AgentSection { subagent_max_steps } = config.agent.unwrap();
     assert_eq!(
         subagent_max_steps.map(|n| n.get()),

@@ -248,7 +248,7 @@ impl Subagents {
     }
 
     /// The child's dispatcher: the parent's policy, mode, approvals, skills and spill folder; a
-    /// pool of its own whose workers run in the read-only profile.
+    /// pool of its own whose workers run in the read-only profile, in the session's cgroup.
     fn dispatcher_for(&self, parent: &Dispatcher) -> Dispatcher {
         let mut sandbox = parent.workers.sandbox().clone();
         sandbox.profile = SandboxProfile::ReadOnly;
@@ -260,7 +260,7 @@ impl Subagents {
         Dispatcher {
             policy: parent.policy.clone(),
             mode: parent.mode.clone(),
-            workers: WorkerPool::new(self.worker.clone(), sandbox, 0),
+            workers: WorkerPool::in_group(self.worker.clone(), sandbox, 0, parent.workers.group()),
             home: parent.home.clone(),
             approver: Arc::clone(&parent.approver),
             approvals: Arc::clone(&parent.approvals),

@@ -202,7 +202,7 @@ fn report(result: &ToolResult) {
             inert_line(&p.display().to_string())
         );
     }
-    eprintln!("cgroup: {}", worker::cgroup::Layout::detect().describe());
+    eprintln!("cgroup: {}", worker::cgroup::Layout::detect().name());
     for w in &l.warnings {
         eprintln!("warning: {}", inert_line(w));
     }

@@ -60,21 +60,26 @@ async fn ask(socket: &std::path::Path) -> anyhow::Result<StatusInfo> {
     }
 }
 
-/// One `name: value` line per field.
+/// One `name: value` line per field; the aggregate bounds the daemon names after its
+/// containment get a line of their own.
 fn shown(s: &StatusInfo) -> String {
+    let (containment, aggregate) = match s.containment.split_once("; aggregate bounds: ") {
+        Some((c, a)) => (c, format!("aggregate bounds: {a}\n")),
+        None => (s.containment.as_str(), String::new()),
+    };
     let abi = s
         .landlock_abi
         .map_or("none (no Landlock in this kernel)".to_owned(), |a| {
             a.to_string()
         });
     format!(
-        "version: {}\nprotocol: {}\nuptime: {:.1} s\nsessions: {}\nworkers: {}\nlandlock ABI: {abi}\nseccomp: {}\ncontainment: {}\n",
+        "version: {}\nprotocol: {}\nuptime: {:.1} s\nsessions: {}\nworkers: {}\nlandlock ABI: {abi}\nseccomp: {}\ncontainment: {}\n{aggregate}",
         s.version,
         s.protocol,
         s.uptime_ms as f64 / 1000.0,
         s.sessions,
         s.workers,
         s.seccomp,
-        s.containment
+        containment
     )
 }

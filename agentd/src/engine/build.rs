@@ -47,6 +47,9 @@ pub enum BuildError {
     /// The session's log or spill folder.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The session's cgroup (and its user's) could not be made.
+    #[error("cannot set up the session's cgroup: {0}")]
+    Cgroup(#[source] std::io::Error),
     /// The workspace, as the session's owner sees it.
     #[error("workspace {path}: {why}")]
     Workspace {
@@ -69,20 +72,40 @@ pub struct Base {
     /// The policy: the file's `[policy]` over the built-ins; shared by every session built from
     /// this base, and replaced for all of them by [`Base::reload_policy`].
     pub policy: PolicyCell,
+    /// The file's `[aggregate]` bounds over this machine's defaults: each session's cgroup, and
+    /// its user's, get them.
+    pub bounds: crate::worker::aggregate::Bounds,
 }
 
 impl Base {
-    /// Reads the config file at `path` (none: the built-in policy and no sections).
+    /// Reads the config file at `path` (none: the built-in policy and no sections); its
+    /// aggregate bounds are the process's from now on (`agentd status` tells them).
     pub fn load(path: Option<&Path>) -> Result<Self, BuildError> {
+        let base = Self::read(path)?;
+        crate::worker::aggregate::configure(base.bounds);
+        Ok(base)
+    }
+
+    /// [`Base::load`] without making its bounds the process's.
+    fn read(path: Option<&Path>) -> Result<Self, BuildError> {
+        let machine = crate::worker::aggregate::Machine::read();
         Ok(match path {
             Some(path) => {
                 let (config, text) = crate::config::load(path)?;
-                let policy = Policy::from_config(&text, &path.display().to_string())?;
+                let name = path.display().to_string();
+                let policy = Policy::from_config(&text, &name)?;
+                let bounds = crate::config::AggregateSection::bounds(
+                    config.aggregate.as_ref(),
+                    &machine,
+                    &text,
+                    &name,
+                )?;
                 Self {
                     config,
                     config_text: text,
                     config_path: Some(path.to_path_buf()),
                     policy: PolicyCell::new(policy),
+                    bounds,
                 }
             }
             None => Self {
@@ -90,6 +113,7 @@ impl Base {
                 config_text: String::new(),
                 config_path: None,
                 policy: PolicyCell::new(Policy::builtin()?),
+                bounds: crate::worker::aggregate::Bounds::defaults(&machine),
             },
         })
     }
@@ -99,7 +123,7 @@ impl Base {
     /// else the error, and the policy in force stays. The other sections are read at start only:
     /// a session's sandbox and model are fixed when it is built. Returns the file read.
     pub fn reload_policy(&self) -> Result<Option<PathBuf>, BuildError> {
-        let fresh = Base::load(self.config_path.as_deref())?;
+        let fresh = Base::read(self.config_path.as_deref())?;
         self.policy.replace(fresh.policy.current());
         Ok(self.config_path.clone())
     }
@@ -284,6 +308,17 @@ pub fn build(
         sandbox.read_paths.push(dir.clone());
         sandbox.limits.output_cap_bytes = crate::agent::spill::SPILL_CAP;
     }
+    // The session's cgroup, in its owner's: every call's group is made in it.
+    let owner = sandbox
+        .run_as
+        .as_ref()
+        .map_or_else(|| nix::unistd::geteuid().as_raw(), |r| r.uid);
+    let group = worker::aggregate::SessionGroup::create(
+        worker::cgroup::Layout::detect(),
+        owner,
+        &base.bounds,
+    )
+    .map_err(BuildError::Cgroup)?;
     // Subagents: the same model, their own step limit; their time is what the turn has left.
     let subagents = Subagents::new(
         plan.provider.clone(),
@@ -297,7 +332,7 @@ pub fn build(
     let dispatcher = Arc::new(Dispatcher {
         policy: base.policy.clone(),
         mode: crate::agent::mode_cell::ModeCell::new(plan.mode),
-        workers: worker::WorkerPool::new(worker_bin, sandbox, plan.ready_workers),
+        workers: worker::WorkerPool::in_group(worker_bin, sandbox, plan.ready_workers, group),
         home: plan.home,
         approver: Arc::new(plan.approver),
         approvals: Arc::default(),

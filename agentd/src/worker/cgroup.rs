@@ -9,10 +9,13 @@
 //!
 //! Killing a call's processes does not depend on this: the PID namespace does it.
 
+use super::aggregate::SessionGroup;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-const ROOT: &str = "/sys/fs/cgroup";
+/// Where the cgroup hierarchies are mounted.
+pub const ROOT: &str = "/sys/fs/cgroup";
 
 /// Which cgroup layout is usable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +45,18 @@ impl Layout {
         Layout::Unavailable
     }
 
-    /// In words, for `agentd status` and lockdown reports.
-    pub fn describe(self) -> &'static str {
+    /// In words, with the aggregate bounds in force ([`super::aggregate::in_force`]), for
+    /// `agentd status` (a `Cow`, which its caller turns into the `String` it sends).
+    pub fn describe(self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Owned(format!(
+            "{}; aggregate bounds: {}",
+            self.name(),
+            super::aggregate::in_force(self)
+        ))
+    }
+
+    /// The layout in words.
+    pub fn name(self) -> &'static str {
         match self {
             Layout::V2 => "cgroup v2 (pids.max, memory.max)",
             Layout::V1 => "cgroup v1 (pids, memory)",
@@ -57,8 +70,25 @@ impl Layout {
 pub struct CallGroup {
     /// The directories created, one per hierarchy.
     dirs: Vec<PathBuf>,
-    /// What it was made with: a spare serves only a call that asks the same.
-    made: (Layout, u64, u64),
+    /// Groups of the session the worker joins without owning them (v1's `cpu`, which has no
+    /// per-call group).
+    joins: Vec<PathBuf>,
+    /// What it was made with: a spare serves only a call that asks the same, in the same
+    /// session.
+    made: Made,
+    /// The session's group, kept while the call's is in it (`None` for a spare: a spare of a
+    /// session is removed with it, [`release_spares_under`]).
+    session: Option<Arc<SessionGroup>>,
+}
+
+/// What a call's group was made with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Made {
+    layout: Layout,
+    /// The session's first directory, if in one.
+    session: Option<PathBuf>,
+    max_processes: u64,
+    memory_bytes: u64,
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -83,6 +113,22 @@ pub fn release_spares() {
     };
     for mut group in spares {
         // Without directories, its drop keeps nothing.
+        group.remove();
+    }
+}
+
+/// Removes the kept groups under any of `dirs` (a session's, ending).
+pub fn release_spares_under(dirs: &[&Path]) {
+    let under = |g: &CallGroup| g.dirs.iter().any(|d| dirs.iter().any(|s| d.starts_with(s)));
+    let spares: Vec<CallGroup> = match SPARE.lock() {
+        Ok(mut spare) => {
+            let (gone, kept) = std::mem::take(&mut *spare).into_iter().partition(under);
+            *spare = kept;
+            gone
+        }
+        Err(_) => return,
+    };
+    for mut group in spares {
         group.remove();
     }
 }
@@ -117,18 +163,33 @@ fn sweep_leftovers(parents: &[PathBuf]) {
 }
 
 impl CallGroup {
-    /// Creates the call's group with the given limits, or `None` where no layout is usable.
+    /// Creates the call's group with the given limits, inside `session`'s group if given, or
+    /// `None` where no layout is usable.
     pub fn create(
         layout: Layout,
+        session: Option<&Arc<SessionGroup>>,
         max_processes: u64,
         memory_bytes: u64,
     ) -> std::io::Result<Option<Self>> {
-        let made = (layout, max_processes, memory_bytes);
+        let made = Made {
+            layout,
+            session: session.and_then(|s| s.dirs().next().map(Path::to_path_buf)),
+            max_processes,
+            memory_bytes,
+        };
         if let Ok(mut spare) = SPARE.lock()
             && let Some(at) = spare.iter().position(|g| g.made == made)
         {
-            return Ok(Some(spare.swap_remove(at)));
+            let mut group = spare.swap_remove(at);
+            group.session = session.cloned();
+            return Ok(Some(group));
         }
+        // The parent in a hierarchy: the session's group there, else `agentd`'s.
+        let parent = |hierarchy: &str| {
+            session
+                .and_then(|s| s.dir(hierarchy).map(Path::to_path_buf))
+                .unwrap_or_else(|| Path::new(ROOT).join(hierarchy).join("agentd"))
+        };
         static SWEPT: std::sync::Once = std::sync::Once::new();
         SWEPT.call_once(|| {
             sweep_leftovers(&[
@@ -144,12 +205,14 @@ impl CallGroup {
         );
         let mut group = CallGroup {
             dirs: Vec::new(),
+            joins: Vec::new(),
             made,
+            session: session.cloned(),
         };
         match layout {
             Layout::Unavailable => return Ok(None),
             Layout::V2 => {
-                let parent = Path::new(ROOT).join("agentd");
+                let parent = parent("");
                 std::fs::create_dir_all(&parent)?;
                 // Controllers must be enabled from the root down to our parent.
                 let _ = std::fs::write(
@@ -164,17 +227,20 @@ impl CallGroup {
                 let _ = std::fs::write(dir.join("memory.max"), memory_bytes.to_string());
             }
             Layout::V1 => {
-                let pids = Path::new(ROOT).join("pids/agentd").join(&name);
+                let pids = parent("pids").join(&name);
                 std::fs::create_dir_all(&pids)?;
                 group.dirs.push(pids.clone());
                 std::fs::write(pids.join("pids.max"), max_processes.to_string())?;
-                let memory = Path::new(ROOT).join("memory/agentd").join(&name);
+                let memory = parent("memory").join(&name);
                 if std::fs::create_dir_all(&memory).is_ok() {
                     group.dirs.push(memory.clone());
                     let _ = std::fs::write(
                         memory.join("memory.limit_in_bytes"),
                         memory_bytes.to_string(),
                     );
+                }
+                if let Some(cpu) = session.and_then(|s| s.dir("cpu")) {
+                    group.joins.push(cpu.to_path_buf());
                 }
             }
         }
@@ -183,7 +249,7 @@ impl CallGroup {
 
     /// Moves `pid` (the worker, before it forks anything) into the group.
     pub fn add(&self, pid: u32) -> std::io::Result<()> {
-        for dir in &self.dirs {
+        for dir in self.dirs.iter().chain(&self.joins) {
             std::fs::write(dir.join("cgroup.procs"), pid.to_string())?;
         }
         Ok(())
@@ -273,7 +339,9 @@ impl CallGroup {
         });
         spare.push(CallGroup {
             dirs: std::mem::take(&mut self.dirs),
-            made: self.made,
+            joins: std::mem::take(&mut self.joins),
+            made: self.made.clone(),
+            session: None,
         });
         true
     }
@@ -324,7 +392,7 @@ mod tests {
             eprintln!("skipped: no cgroup layout here (not root?)");
             return None;
         }
-        let Ok(Some(group)) = CallGroup::create(layout, procs, memory) else {
+        let Ok(Some(group)) = CallGroup::create(layout, None, procs, memory) else {
             panic!("cannot create a call cgroup as root");
         };
         Some((layout, group))
@@ -340,11 +408,11 @@ mod tests {
         let dirs = first.dirs.clone();
         drop(first);
         assert!(dirs.iter().all(|d| d.exists()), "kept, not removed");
-        let Ok(Some(second)) = CallGroup::create(layout, procs, memory) else {
+        let Ok(Some(second)) = CallGroup::create(layout, None, procs, memory) else {
             panic!("cannot create a call cgroup as root");
         };
         assert_eq!(second.dirs, dirs, "the spare serves the next call");
-        let Ok(Some(other)) = CallGroup::create(layout, procs + 1, memory) else {
+        let Ok(Some(other)) = CallGroup::create(layout, None, procs + 1, memory) else {
             panic!("cannot create a call cgroup as root");
         };
         assert_ne!(other.dirs, dirs, "other limits get a group of their own");

@@ -3,9 +3,11 @@
 //! [`spawn`] starts a worker and speaks the worker protocol with it, trusting it with nothing
 //! ([`verify`] checks its binary and its lockdown report, [`caps`] bounds what it sends and
 //! [`spawn`] ends a call at its deadline); [`pool`] keeps workers locked down ahead of their call; [`cgroup`] bounds a call's
-//! processes and memory where the kernel offers a usable controller; [`env`] builds the tool's
+//! processes and memory where the kernel offers a usable controller, [`aggregate`] those of a
+//! session's calls together and of a user's sessions; [`env`] builds the tool's
 //! environment from an allowlist; [`tmp`] makes the private temp dirs calls get.
 
+pub mod aggregate;
 pub mod caps;
 pub mod cgroup;
 pub mod env;

@@ -20,6 +20,7 @@
 //! Mind `PR_SET_PDEATHSIG`: it fires when the *thread* that spawned the worker exits. Workers are
 //! spawned from tokio tasks, so from runtime threads that live as long as the runtime.
 
+use super::aggregate::SessionGroup;
 use super::protect::Baseline;
 use super::spawn::{ReadyWorker, WorkerError, start_with};
 use super::tmp::{Owner, PrivateDir};
@@ -44,6 +45,8 @@ struct Inner {
     /// The protected paths the session began with, compared after every call.
     baseline: Arc<Baseline>,
     size: usize,
+    /// The session's cgroup, which every call's is made in.
+    group: Option<Arc<SessionGroup>>,
     state: Mutex<State>,
     /// Signalled whenever a background start ends.
     changed: Notify,
@@ -136,12 +139,23 @@ impl WorkerPool {
     /// `template`'s sandbox. `template.tmp_dir` is the directory under which each call gets its
     /// own temp dir. Starts nothing until [`WorkerPool::warm_up`] or the first call.
     pub fn new(worker: PathBuf, template: SandboxSpec, size: usize) -> Self {
+        Self::in_group(worker, template, size, None)
+    }
+
+    /// [`WorkerPool::new`] whose calls' cgroups are made in the session's `group`.
+    pub fn in_group(
+        worker: PathBuf,
+        template: SandboxSpec,
+        size: usize,
+        group: Option<Arc<SessionGroup>>,
+    ) -> Self {
         WorkerPool {
             inner: Arc::new(Inner {
                 worker,
                 baseline: Arc::new(Baseline::now(&template)),
                 template,
                 size,
+                group,
                 state: Mutex::new(State::default()),
                 changed: Notify::new(),
             }),
@@ -151,6 +165,11 @@ impl WorkerPool {
     /// The sandbox every call gets (its `tmp_dir` is the root of the per-call temp dirs).
     pub fn sandbox(&self) -> &SandboxSpec {
         &self.inner.template
+    }
+
+    /// The session's cgroup its calls are made in.
+    pub fn group(&self) -> Option<Arc<SessionGroup>> {
+        self.inner.group.clone()
     }
 
     /// Starts workers in the background until `size` are ready or starting. Needs a tokio runtime;
@@ -279,7 +298,13 @@ impl Inner {
         })?;
         let basis = Basis::now(&self.template);
         let spec = call_spec(&self.template, tmp.path());
-        let worker = start_with(&self.worker, &spec, Arc::clone(&self.baseline)).await?;
+        let worker = start_with(
+            &self.worker,
+            &spec,
+            Arc::clone(&self.baseline),
+            self.group.clone(),
+        )
+        .await?;
         Ok(Warm { worker, tmp, basis })
     }
 }

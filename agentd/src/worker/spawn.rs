@@ -230,15 +230,17 @@ pub struct ReadyWorker {
 /// less than that: then it is killed).
 pub async fn start(worker: &Path, spec: &SandboxSpec) -> Result<ReadyWorker, WorkerError> {
     let baseline = std::sync::Arc::new(super::protect::Baseline::now(spec));
-    start_with(worker, spec, baseline).await
+    start_with(worker, spec, baseline, None).await
 }
 
 /// [`start`] for a worker of a session whose protected paths are compared with `baseline`
-/// after its call (the session's, shared by all its workers).
+/// after its call (the session's, shared by all its workers), its cgroup inside the session's
+/// `group` if there is one.
 pub async fn start_with(
     worker: &Path,
     spec: &SandboxSpec,
     baseline: std::sync::Arc<super::protect::Baseline>,
+    group: Option<std::sync::Arc<super::aggregate::SessionGroup>>,
 ) -> Result<ReadyWorker, WorkerError> {
     // The repositories below the roots, as the session's last walk found them: the worker
     // protects each one's git files as it does the root's.
@@ -265,6 +267,7 @@ pub async fn start_with(
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(spawn_err)?;
     let group = CallGroup::create(
         Layout::detect(),
+        group.as_ref(),
         spec.limits.max_processes,
         spec.limits.memory_bytes,
     )

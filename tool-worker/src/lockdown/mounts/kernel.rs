@@ -15,7 +15,7 @@ const OPEN_TREE_CLOEXEC: libc::c_uint = libc::O_CLOEXEC as libc::c_uint;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 const AT_SYMLINK_NOFOLLOW: libc::c_uint = 0x100;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub(super) const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const MOUNT_ATTR_NOSUID: u64 = 0x2;
 
 /// `struct mount_attr` of `<linux/mount.h>`, version 0.
@@ -39,7 +39,7 @@ fn c_path(path: &Path) -> std::io::Result<CString> {
         .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
 }
 
-fn err(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> MountError {
+pub(super) fn err(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> MountError {
     let path = path.to_path_buf();
     move |source| MountError { what, path, source }
 }
@@ -54,7 +54,7 @@ fn last_error<T>(rc: libc::c_long, ok: T) -> std::io::Result<T> {
 
 /// A detached copy of the tree at `path` (with everything mounted under it), a final symlink
 /// not followed.
-fn open_tree(path: &Path) -> std::io::Result<OwnedFd> {
+pub(super) fn open_tree(path: &Path) -> std::io::Result<OwnedFd> {
     let c = c_path(path)?;
     let flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW;
     // SAFETY: `c` is a valid NUL-terminated path that outlives the call; open_tree returns a new
@@ -87,7 +87,7 @@ fn open_tree_no_symlinks(path: &Path) -> std::io::Result<OwnedFd> {
 }
 
 /// Attaches the detached tree `from` at `to` (a final symlink in `to` is not followed).
-fn move_mount(from: &OwnedFd, to: &Path) -> std::io::Result<()> {
+pub(super) fn move_mount(from: &OwnedFd, to: &Path) -> std::io::Result<()> {
     let c = c_path(to)?;
     let empty = c"";
     // SAFETY: both strings are valid and NUL-terminated for the call; `from` is an open mount
@@ -107,7 +107,7 @@ fn move_mount(from: &OwnedFd, to: &Path) -> std::io::Result<()> {
 
 /// Sets and clears mount attributes on the mount at `path` (and every mount under it when
 /// `recursive`).
-fn set_attr(path: &Path, recursive: bool, set: u64, clear: u64) -> std::io::Result<()> {
+pub(super) fn set_attr(path: &Path, recursive: bool, set: u64, clear: u64) -> std::io::Result<()> {
     let c = c_path(path)?;
     let attr = MountAttr {
         attr_set: set,
@@ -134,7 +134,7 @@ fn set_attr(path: &Path, recursive: bool, set: u64, clear: u64) -> std::io::Resu
     last_error(rc, ())
 }
 
-fn tmpfs(path: &Path, flags: MsFlags, options: &str) -> std::io::Result<()> {
+pub(super) fn tmpfs(path: &Path, flags: MsFlags, options: &str) -> std::io::Result<()> {
     mount(Some("tmpfs"), path, Some("tmpfs"), flags, Some(options)).map_err(std::io::Error::from)
 }
 
@@ -222,6 +222,9 @@ impl Mounter for Kernel {
                 )
                 .map_err(err("mounting a private tmpfs on", shm))
             }
+            Step::Mask { path } => super::masked::mask(path),
+            Step::ReadOnlyPath { path } => super::masked::read_only(path),
+            Step::MaskOwnerOnly => super::masked::mask_owner_only(),
         }
     }
 }

@@ -8,6 +8,7 @@
 pub mod git_index;
 pub mod gitconfig;
 pub mod kernel;
+pub mod masked;
 pub mod name_glob;
 pub mod plan;
 pub mod resolve;

@@ -16,7 +16,8 @@
 //!    be renamed away and recreated without the protection (`mv .git x && git init`).
 //! 8. Protected paths are bound onto themselves read-only, inside their writable parent.
 //! 9. A fresh procfs, mounted by the PID namespace's init so it shows the call's processes only,
-//!    and a private `/dev/shm`, both created after step 5 so they stay as made.
+//!    its host-revealing files masked ([`super::masked`], which needs it mounted), and a private
+//!    `/dev/shm`, all made after step 5 so they stay as made.
 //!
 //! The working directory is entered after all of this (a directory entered before stays on the
 //! old, writable mount).
@@ -111,6 +112,18 @@ pub enum Step {
         /// Its size limit.
         bytes: u64,
     },
+    /// Cover a kernel file or directory, if this kernel has it ([`super::masked`]).
+    Mask {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Bind a kernel path onto itself read-only, if this kernel has it.
+    ReadOnlyPath {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Cover the files of `/proc` that only their owner may read.
+    MaskOwnerOnly,
 }
 
 /// The steps that build `view`, in order.
@@ -163,6 +176,7 @@ pub fn plan(view: &View) -> Vec<Step> {
         steps.push(Step::Protect { path: path.clone() });
     }
     steps.push(Step::Proc);
+    steps.extend(super::masked::steps());
     if view.shm {
         steps.push(Step::Shm {
             bytes: view.shm_bytes,
@@ -325,6 +339,9 @@ mod tests {
                 },
                 Step::Proc,
             ]
+            .into_iter()
+            .chain(super::super::masked::steps())
+            .collect::<Vec<_>>()
         );
     }
 
