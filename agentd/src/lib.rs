@@ -5,7 +5,7 @@
 //! one session engine every front end drives) · [`agent`] (the turn loop, dispatch, approvals) ·
 //! [`server`] (the daemon's socket) · [`store`] (session logs) · [`providers`] (model
 //! providers: the internal model, retries, the wire formats) · [`worker`] (spawning
-//! tool-workers, their cgroups and environment).
+//! tool-workers, their cgroups and environment) · [`random`] (unguessable names).
 
 pub mod agent;
 pub mod cli;
@@ -15,6 +15,7 @@ pub mod demo;
 pub mod engine;
 pub mod inert;
 pub mod providers;
+pub mod random;
 pub mod server;
 pub mod settings;
 pub mod store;
