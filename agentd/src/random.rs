@@ -42,6 +42,9 @@ mod tests {
         let (a, b) = (super::hex::<16>().unwrap(), super::hex::<16>().unwrap());
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert!(a.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
     }
 }

@@ -97,7 +97,11 @@ impl Bounded for CreateSession {
             text("create_session.model", model, MAX_MODEL_BYTES)?;
         }
         if let Some(title) = title {
-            text("create_session.title", title, CreateSession::MAX_TITLE_BYTES)?;
+            text(
+                "create_session.title",
+                title,
+                CreateSession::MAX_TITLE_BYTES,
+            )?;
         }
         Ok(())
     }
@@ -105,7 +109,10 @@ impl Bounded for CreateSession {
 
 impl Bounded for SendMessage {
     fn check_bounds(&self) -> Result<(), TooLong> {
-        let SendMessage { session: _, text: t } = self;
+        let SendMessage {
+            session: _,
+            text: t,
+        } = self;
         text("send_message.text", t, SendMessage::MAX_TEXT_BYTES)
     }
 }
@@ -156,9 +163,24 @@ mod tests {
             CreateSession::MAX_TITLE_BYTES,
         );
         let cases: [(Request, Request, &str, usize); 5] = [
-            (create(w, m, t), create(w + 1, m, t), "create_session.workspace", w),
-            (create(w, m, t), create(w, m + 1, t), "create_session.model", m),
-            (create(w, m, t), create(w, m, t + 1), "create_session.title", t),
+            (
+                create(w, m, t),
+                create(w + 1, m, t),
+                "create_session.workspace",
+                w,
+            ),
+            (
+                create(w, m, t),
+                create(w, m + 1, t),
+                "create_session.model",
+                m,
+            ),
+            (
+                create(w, m, t),
+                create(w, m, t + 1),
+                "create_session.title",
+                t,
+            ),
             (
                 message(SendMessage::MAX_TEXT_BYTES),
                 message(SendMessage::MAX_TEXT_BYTES + 1),

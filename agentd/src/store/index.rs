@@ -215,7 +215,11 @@ impl Store {
             return errors;
         };
         for dir in sessions.filter_map(Result::ok) {
-            let Some(id) = dir.file_name().to_str().and_then(|n| SessionId::new(n).ok()) else {
+            let Some(id) = dir
+                .file_name()
+                .to_str()
+                .and_then(|n| SessionId::new(n).ok())
+            else {
                 continue;
             };
             let log = self.dir_of(&id).join(LOG_FILE);

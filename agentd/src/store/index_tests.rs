@@ -28,7 +28,9 @@ fn user(text: &str) -> Event {
 
 /// A session of `uid` with `messages` user messages, synced.
 fn session(store: &Store, uid: u32, messages: usize) -> SessionId {
-    let mut log = SessionLog::create(store, Path::new("/w"), "m", uid).unwrap().0;
+    let mut log = SessionLog::create(store, Path::new("/w"), "m", uid)
+        .unwrap()
+        .0;
     for i in 0..messages {
         log.append(&user(&format!("message {i} {}", "x".repeat(1000))))
             .unwrap();
@@ -51,7 +53,10 @@ fn a_listing_opens_no_log_of_another_user_however_many_and_broken() {
     let opened = read::opened();
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(listed.len(), 1);
-    assert_eq!((listed[0].id.as_str(), listed[0].last_seq), (mine.as_str(), 3));
+    assert_eq!(
+        (listed[0].id.as_str(), listed[0].last_seq),
+        (mine.as_str(), 3)
+    );
     for id in &theirs {
         let dir = store.dir_of(id);
         assert!(
@@ -69,7 +74,9 @@ fn a_listing_opens_no_log_of_another_user_however_many_and_broken() {
 #[test]
 fn a_stale_summary_is_caught_up_and_a_torn_one_rebuilt_from_the_log() {
     let (_t, store) = store("crash");
-    let mut log = SessionLog::create(&store, Path::new("/w"), "m", 7).unwrap().0;
+    let mut log = SessionLog::create(&store, Path::new("/w"), "m", 7)
+        .unwrap()
+        .0;
     let id = log.id().clone();
     log.append(&user("first")).unwrap();
     log.sync().unwrap();
@@ -85,9 +92,16 @@ fn a_stale_summary_is_caught_up_and_a_torn_one_rebuilt_from_the_log() {
     read::opened();
     let (listed, errors) = store.list_of(7);
     assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(listed[0].last_seq, 4, "the lines after the summary are folded in");
+    assert_eq!(
+        listed[0].last_seq, 4,
+        "the lines after the summary are folded in"
+    );
     assert_eq!(listed[0].title.as_deref(), Some("first"));
-    assert_eq!(read::opened().len(), 2, "its own log: the tail, and the lock probe");
+    assert_eq!(
+        read::opened().len(),
+        2,
+        "its own log: the tail, and the lock probe"
+    );
     // ...and the caught-up summary is kept: the next listing reads no log contents.
     let caught_up: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&entry).unwrap()).unwrap();
@@ -128,10 +142,17 @@ fn ids_are_random_and_sessions_with_old_ids_still_list_and_resume() {
         let hex = id.as_str().strip_prefix("s-").unwrap();
         assert_eq!(hex.len(), 32, "{id}");
         assert!(hex.bytes().all(|c| c.is_ascii_hexdigit()), "{id}");
-        assert!(!id.as_str().contains(&std::process::id().to_string()), "{id}");
+        assert!(
+            !id.as_str().contains(&std::process::id().to_string()),
+            "{id}"
+        );
     }
     assert_ne!(a, b);
-    assert_ne!(a.as_str()[2..18], b.as_str()[2..18], "the random parts differ");
+    assert_ne!(
+        a.as_str()[2..18],
+        b.as_str()[2..18],
+        "the random parts differ"
+    );
 
     // A session written before ids were random, and before the index: its directory, its log
     // naming it, no summary.

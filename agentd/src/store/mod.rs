@@ -161,9 +161,7 @@ impl Store {
         let path = self.dir_of(id).join(log::LOG_FILE);
         let file = match read::open_log(&path) {
             Ok(f) => f,
-            Err(StoreError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
+            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Err(StoreError::NotFound {
                     id: id.as_str().to_owned(),
                     dir: self.root.clone(),

@@ -185,7 +185,10 @@ mod tests {
         }
         assert_eq!(e.shown_title().as_deref(), Some("fix the parser"));
         assert_eq!(e.last_turn, Some(LastTurn::Cut));
-        assert_eq!((e.model.as_str(), e.last_seq, e.covered_bytes), ("m2", 4, 90));
+        assert_eq!(
+            (e.model.as_str(), e.last_seq, e.covered_bytes),
+            ("m2", 4, 90)
+        );
         assert_eq!(e.last_activity_unix_ms, 104);
         let finished = Event::TurnFinished(TurnFinished {
             reason: FinishReason::Done,
