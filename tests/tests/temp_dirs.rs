@@ -384,6 +384,11 @@ fn a_users_temp_root_names_nothing_and_no_other_user_can_list_it() {
     ]));
     let place = Place::new("");
     let _d = Daemon::start(&place, &mock.url());
+    // Once it answers, the daemon has given the socket its own mode: open it to the user.
+    rt.block_on(async {
+        let mut c = Client::connect(&place.socket, protocol::Encoding::Json).await;
+        c.ask(protocol::control::Request::Status).await;
+    });
     std::fs::set_permissions(&place.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let ws = Dir::new("troot-ws", As::User);
     let session = json!({"type": "create_session", "workspace": ws.0, "model": null,

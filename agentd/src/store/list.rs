@@ -26,7 +26,7 @@ pub struct Summary {
     pub approval: Option<protocol::verdict::ApprovalMode>,
     /// When it was created, milliseconds since the Unix epoch.
     pub created_unix_ms: u64,
-    /// The newest write to its log, milliseconds since the Unix epoch.
+    /// When its newest record was written, milliseconds since the Unix epoch.
     pub last_activity_unix_ms: u64,
     /// Where it stands.
     pub status: Status,

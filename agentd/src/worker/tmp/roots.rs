@@ -26,9 +26,12 @@ use std::sync::{Arc, Mutex, Weak};
 /// Random bytes in a root's name.
 const NAME_BYTES: usize = 16;
 
-/// The roots alive in this process, by parent and user. Weak: a root lives as long as a session
-/// holds it, not as long as this map.
-static ROOTS: Mutex<Option<HashMap<(PathBuf, u32), Weak<PrivateDir>>>> = Mutex::new(None);
+/// Roots by parent and user. Weak: a root lives as long as a session holds it, not as long as
+/// this map.
+type Roots = HashMap<(PathBuf, u32), Weak<PrivateDir>>;
+
+/// The roots alive in this process.
+static ROOTS: Mutex<Option<Roots>> = Mutex::new(None);
 
 /// A new private temp dir for a session of `owner`: `run-<random>` in `owner`'s root under
 /// `parent`, made first if they have none alive.
