@@ -69,6 +69,18 @@ pub struct CreateSession {
     pub read_only: bool,
 }
 
+/// The longest model name a client may send (`create_session.model`, `set_model.model`), bytes:
+/// real names (`anthropic/claude-sonnet-4.5`, a local GGUF file's name) are far shorter; the name
+/// is kept in the session's log and sent back in every listing.
+pub const MAX_MODEL_BYTES: usize = 256;
+
+impl CreateSession {
+    /// The longest `workspace`, bytes: `PATH_MAX` (4096), the most the kernel resolves.
+    pub const MAX_WORKSPACE_BYTES: usize = 4096;
+    /// The longest `title`, bytes: a line of a listing, kept in the log's header.
+    pub const MAX_TITLE_BYTES: usize = 256;
+}
+
 /// Payload of [`Request::ListSessions`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListSessions {
@@ -113,6 +125,14 @@ pub struct SendMessage {
     pub session: SessionId,
     /// The user's message.
     pub text: String,
+}
+
+impl SendMessage {
+    /// The longest `text`, bytes (1 MiB). Every message is kept in the session's log (owned by
+    /// the daemon's user, outside the client's disk quota) and replayed to each client that
+    /// attaches: at the frame limit (16 MiB) a user could grow a log by a gigabyte a minute and
+    /// have each replay hold it in memory. A prompt is far smaller; a document belongs in a file.
+    pub const MAX_TEXT_BYTES: usize = 1 << 20;
 }
 
 /// Payload of [`Request::Interrupt`].

@@ -101,10 +101,22 @@ impl SessionId {
         &self.0
     }
 
-    /// A new id from a time and a process id, `s-<unix ms>-<pid>`: always valid (ASCII digits,
-    /// letters and '-', under 64 characters).
-    pub fn generate(unix_ms: u128, pid: u32) -> Self {
-        Self(format!("s-{unix_ms}-{pid}"))
+    /// The length of the random part of a new id, bytes (128 bits).
+    pub const RANDOM_BYTES: usize = 16;
+
+    /// A new id from [`SessionId::RANDOM_BYTES`] bytes of a CSPRNG: `s-` and 32 lowercase hex
+    /// digits. An id is the only thing that names a session on the socket and on disk, so it must
+    /// not be guessable (ids were `s-<unix ms>-<pid>-<n>`: whoever saw one could name the next).
+    /// Always valid (34 characters of `[a-z0-9-]`). Ids made before keep their old shape and stay
+    /// valid: the newtype checks the character set and the length, not the shape.
+    pub fn from_random(bytes: [u8; Self::RANDOM_BYTES]) -> Self {
+        use std::fmt::Write;
+        let mut s = String::with_capacity(2 + 2 * Self::RANDOM_BYTES);
+        s.push_str("s-");
+        for b in bytes {
+            let _ = write!(s, "{b:02x}");
+        }
+        Self(s)
     }
 }
 
@@ -181,6 +193,11 @@ mod tests {
     #[test]
     fn session_id_accepts_safe_names_and_rejects_the_rest() {
         assert!(SessionId::new("s-20261129-abc_DEF").is_ok());
+        // The shape ids had before they were random: still valid, so old sessions resume.
+        assert!(SessionId::new("s-1796000000000-4242-0").is_ok());
+        let new = SessionId::from_random([0xab; SessionId::RANDOM_BYTES]);
+        assert_eq!(new.as_str(), format!("s-{}", "ab".repeat(16)));
+        assert_eq!(SessionId::new(new.as_str()), Ok(new));
         assert!(matches!(SessionId::new(""), Err(IdError::Empty { .. })));
         assert!(matches!(
             SessionId::new("../etc"),

@@ -9,13 +9,15 @@
 //!   [`worker::FromWorker`] frames, always bincode.
 //!
 //! Layout: [`frame`] (length prefix, pure decoder) · [`codec`] (bincode | JSON) ·
-//! [`handshake`] · [`control`] · [`event`] · [`session`] · [`verdict`] · [`worker`] · [`ids`] ·
-//! [`io`] · `wire_enum` (how one enum gets a JSON-friendly and a bincode-friendly shape).
+//! [`handshake`] · [`control`] · [`bounds`] (the limit of every string a client sends) ·
+//! [`event`] · [`session`] · [`verdict`] · [`worker`] · [`ids`] · [`io`] · `wire_enum` (how one
+//! enum gets a JSON-friendly and a bincode-friendly shape).
 //!
 //! The wire format is specified for implementers in other languages in `docs/protocol.md`.
 
 mod wire_enum;
 
+pub mod bounds;
 pub mod codec;
 pub mod control;
 pub mod event;

@@ -7,6 +7,8 @@
 //! while nothing lands where the planted names point, and nothing is left behind.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
+mod daemon;
+
 use agentd_e2e::both;
 use agentd_e2e::mock_llm::{MockLlm, openai};
 use agentd_e2e::{As, Dir, command_as, sandbox, test_user};
@@ -338,3 +340,132 @@ both!(a_temp_dir_the_call_locked_is_removed, |who| {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 });
+
+/// The root of a session's temp dirs, from a call's `TMPDIR` (`<tmp>/<root>/run-…/call-…`).
+fn user_root_of(call_tmp: &Path) -> PathBuf {
+    let tmp = std::env::temp_dir();
+    call_tmp
+        .ancestors()
+        .find(|a| a.parent() == Some(tmp.as_path()))
+        .unwrap_or_else(|| panic!("{} is not under {}", call_tmp.display(), tmp.display()))
+        .to_owned()
+}
+
+/// The `TMPDIR` of a call the session made, as the call wrote it in the workspace.
+fn call_tmp(ws: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(ws.join("where.txt")).expect("the call ran");
+    std::fs::remove_file(ws.join("where.txt")).unwrap();
+    PathBuf::from(text.trim())
+}
+
+// Sessions' temp roots were `/tmp/agentd-run-<random>`, one per session, owned by its user:
+// `ls -l /tmp` told who used agentd and when each session started. Now each user has one root,
+// named by 128 random bits alone, 0700: its name is 32 hex digits and nothing else (no
+// separator, so no field: no user name, uid or time), it differs between two users at the same
+// moment and between one user's roots one after the other (so it is no function of the uid or of
+// the time), and another user can list neither it nor what is in it.
+#[test]
+fn a_users_temp_root_names_nothing_and_no_other_user_can_list_it() {
+    use agentd_e2e::mock_llm::openai::{answer_reply as answer, bash_reply as bash};
+    use daemon::{Client, Daemon, Place, as_user, wait_for};
+    let Some(user) = test_user() else {
+        eprintln!("skipped: needs root to create the test user");
+        return;
+    };
+    let write_tmp = "echo \"$TMPDIR\" > where.txt";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockLlm::start(vec![
+        bash("call_1", write_tmp),
+        answer("done"),
+        bash("call_2", write_tmp),
+        answer("done"),
+        bash("call_3", write_tmp),
+        answer("done"),
+    ]));
+    let place = Place::new("");
+    let _d = Daemon::start(&place, &mock.url());
+    // Once it answers, the daemon has given the socket its own mode: open it to the user.
+    rt.block_on(async {
+        let mut c = Client::connect(&place.socket, protocol::Encoding::Json).await;
+        c.ask(protocol::control::Request::Status).await;
+    });
+    std::fs::set_permissions(&place.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let ws = Dir::new("troot-ws", As::User);
+    let session = json!({"type": "create_session", "workspace": ws.0, "model": null,
+        "approval": "skip_permissions", "max_steps": null, "title": null});
+    let run = [
+        session.clone(),
+        json!({"type": "attach_session", "session": "$SESSION", "after_seq": null}),
+        json!({"type": "send_message", "session": "$SESSION", "text": "go"}),
+    ];
+    let frames = as_user(&place.socket, &run);
+    assert_eq!(
+        frames.last().unwrap()["event"]["reason"],
+        "done",
+        "{frames:?}"
+    );
+    let first = user_root_of(&call_tmp(&ws.0));
+
+    let name = first.file_name().unwrap().to_str().unwrap().to_owned();
+    assert_eq!(name.len(), 32, "{name}");
+    assert!(
+        name.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')),
+        "{name}"
+    );
+    assert!(
+        !name.contains(&user.name) && !name.contains("agentd"),
+        "{name}"
+    );
+    let meta = std::fs::symlink_metadata(&first).unwrap();
+    assert!(meta.is_dir());
+    assert_eq!((meta.uid(), meta.mode() & 0o7777), (user.uid, 0o700));
+    // Another user (nobody) can list neither the root nor the session's directory in it.
+    let session_dir = std::fs::read_dir(&first)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for dir in [&first, &session_dir] {
+        let ls = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "ls"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(!ls.status.success(), "nobody listed {}", dir.display());
+        assert!(
+            String::from_utf8_lossy(&ls.stderr).contains("Permission denied"),
+            "{ls:?}"
+        );
+    }
+
+    // Root's session, at the same moment: a root of its own, named otherwise.
+    let root_ws = Dir::new("troot-root-ws", As::Root);
+    let theirs = rt.block_on(async {
+        let mut c = Client::connect(&place.socket, protocol::Encoding::Json).await;
+        let id = c.create(&root_ws.0, "skip_permissions").await;
+        c.attach(&id, None).await;
+        c.send(&id, "go").await;
+        c.until_turn_finished().await;
+        user_root_of(&call_tmp(&root_ws.0))
+    });
+    assert_ne!(theirs, first);
+    assert_eq!(std::fs::symlink_metadata(&theirs).unwrap().uid(), 0);
+
+    // The user's session ends: their root goes with it; the next one is named anew.
+    let id = frames
+        .iter()
+        .find_map(|f| f["body"]["id"].as_str())
+        .unwrap()
+        .to_owned();
+    as_user(
+        &place.socket,
+        &[json!({"type": "delete_session", "session": id})],
+    );
+    wait_for("the user's root is removed with their last session", || {
+        std::fs::symlink_metadata(&first).is_err()
+    });
+    as_user(&place.socket, &run);
+    let second = user_root_of(&call_tmp(&ws.0));
+    assert_ne!(second, first, "not a function of the uid");
+}

@@ -82,13 +82,19 @@ pub struct RunArgs {
     pub dangerously_skip_permissions: bool,
 }
 
-/// A fresh session id, for a session that is not kept in a store.
+/// A fresh session id, for a session that is not kept in a store: random like a kept one's. If
+/// the kernel gives no randomness (it always does once booted) the id names nothing anyone else
+/// can reach — no log, no socket entry — so a time and a pid serve.
 pub(crate) fn session_id() -> SessionId {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
-    SessionId::generate(ms, std::process::id())
+    crate::random::bytes()
+        .map(SessionId::from_random)
+        .or_else(|_| {
+            let ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            SessionId::new(format!("s-{ms}-{}", std::process::id()))
+        })
+        .unwrap_or_else(|_| SessionId::from_random([0; SessionId::RANDOM_BYTES]))
 }
 
 /// Runs `agent run`; returns the exit code.

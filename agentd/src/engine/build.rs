@@ -257,8 +257,9 @@ pub fn prepare(base: &Base, plan: Plan) -> Result<Prepared, BuildError> {
         },
         _ => Owner::current(),
     };
-    let tmp =
-        PrivateDir::create(&plan.tmp_parent, "agentd-run-", owner).map_err(BuildError::TempDir)?;
+    // In the owner's randomly named root: /tmp shows neither who runs sessions nor when.
+    let tmp = crate::worker::tmp::roots::session_dir(&plan.tmp_parent, owner)
+        .map_err(BuildError::TempDir)?;
     let mut sandbox = worker::default_sandbox(
         plan.workspace.clone(),
         tmp.path().to_owned(),

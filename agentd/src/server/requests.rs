@@ -6,6 +6,7 @@ use super::attach::Attachments;
 use super::connection::Peer;
 use super::sessions::{Refusal, info_of};
 use crate::engine::Subscription;
+use protocol::bounds::{Bounded, TooLong};
 use protocol::control::*;
 use protocol::ids::SessionId;
 
@@ -27,13 +28,19 @@ impl From<Result<ResponseBody, Refusal>> for Answer {
     }
 }
 
-/// Answers `request` from `peer`, whose connection holds `attachments`.
+/// Answers `request` from `peer`, whose connection holds `attachments`. Every request passes
+/// [`Bounded`] first, here, the one place requests enter the daemon: a string over its limit
+/// (`protocol::bounds`) is `bad_request` naming the field and the limit, and nothing of it is
+/// kept.
 pub async fn handle(
     server: &Server,
     peer: Peer,
     request: Request,
     attachments: &mut Attachments,
 ) -> Answer {
+    if let Err(too_long) = request.check_bounds() {
+        return Answer::from(Err(too_long_refusal(&too_long)));
+    }
     let sessions = &server.sessions;
     let ok = |r: Result<(), Refusal>| r.map(|()| ResponseBody::Ok);
     match request {
@@ -49,6 +56,7 @@ pub async fn handle(
         })),
         Request::ListSessions(l) => sessions
             .list(peer, l.all_users)
+            .await
             .map(|sessions| ResponseBody::Sessions(SessionList { sessions })),
         Request::CreateSession(c) => sessions.create(peer, c).map(ResponseBody::SessionCreated),
         Request::ResumeSession(r) => ok(sessions.resume(peer, &r.session)),
@@ -77,11 +85,14 @@ pub async fn handle(
     .into()
 }
 
-/// The longest user message taken, bytes. Every message is kept in the session's log (owned by
-/// the daemon's user, outside the client's disk quota) and replayed to each client that
-/// attaches: at the frame limit (16 MiB) a user could grow a log by a gigabyte a minute and
-/// have each replay hold it in memory. A prompt is far smaller; a document belongs in a file.
-pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+/// The answer to a request with a string over its limit.
+fn too_long_refusal(e: &TooLong) -> Refusal {
+    let hint = match e.field {
+        "send_message.text" => ": put long text in a file of the workspace and name it",
+        _ => "",
+    };
+    ErrorFrame::new(ErrorCode::BadRequest, format!("{e}{hint}"))
+}
 
 /// A message, an interrupt, an approval reply, a compaction or a change of mode or model, for a
 /// loaded session of the peer's (anyone else's is not found).
@@ -91,18 +102,6 @@ async fn drive(
     session: &SessionId,
     request: Request,
 ) -> Result<ResponseBody, Refusal> {
-    if let Request::SendMessage(m) = &request
-        && m.text.len() > MAX_MESSAGE_BYTES
-    {
-        return Err(ErrorFrame::new(
-            ErrorCode::BadRequest,
-            format!(
-                "a message is at most {} bytes, this one is {}: put long text in a file of the workspace and name it",
-                MAX_MESSAGE_BYTES,
-                m.text.len()
-            ),
-        ));
-    }
     let calls_the_model = matches!(request, Request::SendMessage(_) | Request::Compact(_));
     if calls_the_model && server.shutdown.is_triggered() {
         return Err(ErrorFrame::new(

@@ -72,7 +72,13 @@ impl Sessions {
 
     /// The sessions of `store`, made by `factory`; members of `admin_gid` (by their primary
     /// group, as `SO_PEERCRED` reports it) may list every user's.
+    /// Every session gets its summary in the index first ([`Store::reconcile`]: those written
+    /// before the index, or cut off by a crash before theirs), once, here at start: listings
+    /// then read the index alone.
     pub fn new(store: Store, admin_gid: Option<u32>, factory: Factory, max_per_uid: usize) -> Self {
+        for e in store.reconcile() {
+            tracing::warn!("{e}");
+        }
         let shutdown = factory.stopping.shutdown.clone();
         Self {
             store,
@@ -120,12 +126,13 @@ impl Sessions {
                 Err(not_found(id))
             };
         }
-        match self.store.header(id) {
-            Ok(h) if h.owner_uid == peer.uid => Err(refuse(
+        // By the peer's own index: another user's log is not opened to tell.
+        match self.store.is_owner(peer.uid, id) {
+            true => Err(refuse(
                 ErrorCode::Conflict,
                 format!("session {id} is stopped: resume it first (resume_session)"),
             )),
-            _ => Err(not_found(id)),
+            false => Err(not_found(id)),
         }
     }
 
@@ -134,8 +141,8 @@ impl Sessions {
         self.closing()?;
         let workspace = workspace_of(peer, &c.workspace)?;
         let _one_at_a_time = self.creating.lock().unwrap_or_else(|e| e.into_inner());
-        let (headers, _) = self.store.headers();
-        let theirs = headers.iter().filter(|h| h.owner_uid == peer.uid).count();
+        // The peer's own index, not every user's logs.
+        let theirs = self.store.count_of(peer.uid);
         if theirs >= self.max_per_uid {
             return Err(refuse(
                 ErrorCode::Forbidden,
@@ -168,8 +175,7 @@ impl Sessions {
         if self.get(peer, id).is_ok() {
             return Ok(());
         }
-        let header = self.store.header(id).map_err(|_| not_found(id))?;
-        if header.owner_uid != peer.uid {
+        if !self.store.is_owner(peer.uid, id) {
             return Err(not_found(id));
         }
         let (log, loaded) = SessionLog::reopen(&self.store, id).map_err(|e| match e {
@@ -204,8 +210,10 @@ impl Sessions {
 
     /// Session `id` of `peer` (or any, for an admin) stopped if loaded and idle, then deleted.
     pub async fn delete(&self, peer: Peer, id: &SessionId) -> Result<(), Refusal> {
-        let header = self.store.header(id).map_err(|_| not_found(id))?;
-        if header.owner_uid != peer.uid && !self.is_admin(peer) {
+        // Theirs by their own index; an admin's may be anyone's, by the log's header.
+        let visible = self.store.is_owner(peer.uid, id)
+            || (self.is_admin(peer) && self.store.header(id).is_ok());
+        if !visible {
             return Err(not_found(id));
         }
         let loaded = self.lock().get(id).cloned();
@@ -232,15 +240,22 @@ impl Sessions {
         }
     }
 
-    /// `peer`'s sessions (everyone's with `all_users`, for an admin), oldest first.
-    pub fn list(&self, peer: Peer, all_users: bool) -> Result<Vec<SessionInfo>, Refusal> {
+    /// `peer`'s sessions (everyone's with `all_users`, for an admin), oldest first: from the
+    /// index of the peer's uid alone (every uid's for `all_users`), read off the async runtime.
+    pub async fn list(&self, peer: Peer, all_users: bool) -> Result<Vec<SessionInfo>, Refusal> {
         if all_users && !self.is_admin(peer) {
             return Err(refuse(
                 ErrorCode::Forbidden,
                 "only root or the admin group may list every user's sessions",
             ));
         }
-        let (found, errors) = self.store.list();
+        let store = self.store.clone();
+        let (found, errors) = tokio::task::spawn_blocking(move || match all_users {
+            true => store.list_all(),
+            false => store.list_of(peer.uid),
+        })
+        .await
+        .map_err(|e| refuse(ErrorCode::Internal, format!("listing failed: {e}")))?;
         for e in errors {
             tracing::warn!("{e}");
         }

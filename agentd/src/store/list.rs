@@ -1,15 +1,12 @@
-//! The sessions of a store, for `agent sessions`: each from its log's header, its first user
-//! message (the title) and its newest turn event.
+//! The sessions of a store, for `agent sessions` and the daemon's `list_sessions`: each from
+//! its summary in the index ([`super::index`]) — its header, its first user message (the title),
+//! its newest turn — and whether a process holds its log now.
 
-use super::log::{LOG_FILE, Record};
-use super::read::{self, Loaded};
+use super::log::LOG_FILE;
+use super::summary::{Entry, LastTurn};
 use super::{Store, StoreError};
-use protocol::event::Event;
 use protocol::session::FinishReason;
 use std::path::PathBuf;
-
-/// Longest title, in characters.
-const TITLE_CHARS: usize = 60;
 
 /// One session, as listed.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +26,7 @@ pub struct Summary {
     pub approval: Option<protocol::verdict::ApprovalMode>,
     /// When it was created, milliseconds since the Unix epoch.
     pub created_unix_ms: u64,
-    /// The newest write to its log, milliseconds since the Unix epoch.
+    /// When its newest record was written, milliseconds since the Unix epoch.
     pub last_activity_unix_ms: u64,
     /// Where it stands.
     pub status: Status,
@@ -74,90 +71,57 @@ fn finish_word(r: FinishReason) -> &'static str {
 
 impl Store {
     /// Every session, newest activity first, and the logs that could not be read (each error
-    /// names its file) — one bad log does not hide the others.
+    /// names its file) — one bad log does not hide the others. Gives the logs without a summary
+    /// one first ([`Store::reconcile`]): for `agent sessions`, whose store is one user's.
     pub fn list(&self) -> (Vec<Summary>, Vec<StoreError>) {
-        let mut found = Vec::new();
-        let mut errors = Vec::new();
-        let Ok(entries) = std::fs::read_dir(self.root()) else {
-            return (found, errors);
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path().join(LOG_FILE);
-            if !path.is_file() {
-                continue;
-            }
-            match read::load(&path) {
-                Ok(loaded) => found.push(summary(&path, &loaded)),
-                Err(e) => errors.push(e),
-            }
-        }
+        let mut errors = self.reconcile();
+        let (entries, more) = self.entries_all();
+        errors.extend(more);
+        (self.summaries(entries), errors)
+    }
+
+    /// The sessions of `uid`, newest activity first: its summaries alone are read (and, for a
+    /// session written since its summary, the lines after it), never another uid's.
+    pub fn list_of(&self, uid: u32) -> (Vec<Summary>, Vec<StoreError>) {
+        let (entries, errors) = self.entries_of(uid);
+        (self.summaries(entries), errors)
+    }
+
+    /// Every uid's sessions from the index, newest activity first (for an admin).
+    pub fn list_all(&self) -> (Vec<Summary>, Vec<StoreError>) {
+        let (entries, errors) = self.entries_all();
+        (self.summaries(entries), errors)
+    }
+
+    fn summaries(&self, entries: Vec<Entry>) -> Vec<Summary> {
+        let mut found: Vec<Summary> = entries.into_iter().map(|e| self.summary(e)).collect();
         found.sort_by_key(|s| std::cmp::Reverse(s.last_activity_unix_ms));
-        (found, errors)
+        found
     }
-}
 
-fn summary(path: &std::path::Path, loaded: &Loaded) -> Summary {
-    let first_message = || {
-        loaded.records.iter().find_map(|r| match &r.event {
-            Event::UserMessage(m) => Some(cut(&m.text)),
-            _ => None,
-        })
-    };
-    let title = loaded
-        .header
-        .options
-        .title
-        .as_deref()
-        .map(cut)
-        .or_else(first_message);
-    let last_turn = loaded
-        .records
-        .iter()
-        .rev()
-        .find_map(|r: &Record| match &r.event {
-            Event::TurnFinished(f) => Some(Status::Finished(f.reason)),
-            Event::TurnStarted(_) => Some(Status::Cut),
-            _ => None,
+    fn summary(&self, entry: Entry) -> Summary {
+        let path = self.dir_of(&entry.id).join(LOG_FILE);
+        // Opened, not read: whether a writer holds its lock.
+        let running = super::read::open_log(&path).is_ok_and(|f| {
+            nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockSharedNonblock).is_err()
         });
-    let running = std::fs::File::open(path).is_ok_and(|f| {
-        nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockSharedNonblock).is_err()
-    });
-    let status = match (running, last_turn) {
-        (true, _) => Status::Running,
-        (false, Some(s)) => s,
-        (false, None) => Status::New,
-    };
-    let last_activity_unix_ms = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(loaded.header.created_unix_ms, |d| {
-            u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-        });
-    let switched = crate::agent::resume::switched(&loaded.records);
-    Summary {
-        approval: switched.mode.or(loaded.header.options.approval),
-        model: switched
-            .model
-            .unwrap_or_else(|| loaded.header.model.clone()),
-        id: loaded.header.id.as_str().to_owned(),
-        title,
-        workspace: loaded.header.workspace.clone(),
-        owner_uid: loaded.header.owner_uid,
-        created_unix_ms: loaded.header.created_unix_ms,
-        last_activity_unix_ms,
-        status,
-        last_seq: loaded.records.last().map_or(0, |r| r.seq.0),
-    }
-}
-
-fn cut(text: &str) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= TITLE_CHARS {
-        one_line
-    } else {
-        let mut t: String = one_line.chars().take(TITLE_CHARS - 1).collect();
-        t.push('…');
-        t
+        let status = match (running, entry.last_turn) {
+            (true, _) => Status::Running,
+            (false, Some(LastTurn::Finished(r))) => Status::Finished(r),
+            (false, Some(LastTurn::Cut)) => Status::Cut,
+            (false, None) => Status::New,
+        };
+        Summary {
+            title: entry.shown_title(),
+            id: entry.id.as_str().to_owned(),
+            workspace: entry.workspace,
+            owner_uid: entry.owner_uid,
+            model: entry.model,
+            approval: entry.approval,
+            created_unix_ms: entry.created_unix_ms,
+            last_activity_unix_ms: entry.last_activity_unix_ms,
+            status,
+            last_seq: entry.last_seq,
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! and holds an exclusive lock on the log for as long as it lives.
 
 use super::read::{self, Loaded};
+use super::summary::Entry;
 use super::{FORMAT_VERSION, Store, StoreError, io_err};
 use nix::fcntl::{Flock, FlockArg};
 use protocol::event::Event;
@@ -11,7 +12,6 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The log's file name inside a session's directory.
 pub const LOG_FILE: &str = "log.jsonl";
@@ -77,6 +77,12 @@ pub struct SessionLog {
     unsynced: bool,
     /// The session's owner: its spill folder is theirs.
     owner: u32,
+    /// The store, for the session's summary in its index.
+    store: Store,
+    /// The summary of everything written, folded as each record is; written to the index at
+    /// each sync. `None` once a write failed (the log's length is then unknown here): a
+    /// listing rebuilds the summary from the log.
+    summary: Option<Entry>,
 }
 
 /// Now, milliseconds since the Unix epoch.
@@ -109,11 +115,9 @@ pub(crate) fn lock(path: &Path, id: &SessionId) -> Result<Flock<File>, StoreErro
     })
 }
 
-static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-
 impl SessionLog {
-    /// A new session in `store`: a fresh id, its directory (0700) and log (0600) created
-    /// exclusively, the header written and synced.
+    /// A new session in `store`: a fresh random id ([`SessionId::from_random`]), its directory
+    /// (0700) and log (0600) created exclusively (a name taken, however unlikely, is skipped), the header written and synced.
     pub fn create(
         store: &Store,
         workspace: &Path,
@@ -133,9 +137,10 @@ impl SessionLog {
     ) -> Result<(Self, Header), StoreError> {
         let created_unix_ms = now_ms();
         let (id, dir) = loop {
-            let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-            let id = SessionId::new(format!("s-{created_unix_ms}-{}-{n}", std::process::id()))
-                .map_err(|e| io_err(store.root())(std::io::Error::other(e.to_string())))?;
+            // Unguessable: the id is all another user would need to name the session.
+            let id = crate::random::bytes()
+                .map(SessionId::from_random)
+                .map_err(io_err(store.root()))?;
             let dir = store.dir_of(&id);
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => break (id, dir),
@@ -167,8 +172,11 @@ impl SessionLog {
             next: 1,
             unsynced: false,
             owner: owner_uid,
+            store: store.clone(),
+            summary: None,
         };
-        log.write_line(&header)?;
+        let header_bytes = log.write_line(&header)?;
+        log.summary = Some(Entry::new(&header, header_bytes));
         log.sync()?;
         // The new directory entry itself survives a power cut only once its parent is synced.
         File::open(store.root())
@@ -201,7 +209,10 @@ impl SessionLog {
             next,
             unsynced: false,
             owner: loaded.header.owner_uid,
+            store: store.clone(),
+            summary: Some(super::index::entry_of(&loaded)),
         };
+        log.write_summary();
         Ok((log, loaded))
     }
 
@@ -209,22 +220,39 @@ impl SessionLog {
     /// synced: call [`SessionLog::sync`] at the step's end.
     pub fn append(&mut self, event: &Event) -> Result<Seq, StoreError> {
         let seq = Seq(self.next);
-        self.write_line(&Record {
+        let record = Record {
             seq,
             unix_ms: now_ms(),
             event: event.clone(),
-        })?;
+        };
+        let bytes = self.write_line(&record)?;
+        if let Some(summary) = &mut self.summary
+            && summary.fold(&record, bytes).is_err()
+        {
+            self.summary = None;
+        }
         self.next += 1;
         Ok(seq)
     }
 
-    /// Makes everything appended so far durable (`fdatasync`), if anything was.
+    /// Makes everything appended so far durable (`fdatasync`), if anything was, then brings the
+    /// session's summary in the index up to it.
     pub fn sync(&mut self) -> Result<(), StoreError> {
         if self.unsynced {
             self.file.sync_data().map_err(io_err(&self.path))?;
             self.unsynced = false;
+            self.write_summary();
         }
         Ok(())
+    }
+
+    /// Writes the summary to the index; a failure is only logged: a listing rebuilds it.
+    fn write_summary(&self) {
+        if let Some(summary) = &self.summary
+            && let Err(e) = self.store.write_entry(summary)
+        {
+            tracing::warn!("the session index could not be updated: {e}");
+        }
     }
 
     /// The session.
@@ -257,13 +285,17 @@ impl SessionLog {
         Ok(dir)
     }
 
-    fn write_line(&mut self, value: &impl Serialize) -> Result<(), StoreError> {
+    /// Writes `value` as one line; its length in bytes, newline included.
+    fn write_line(&mut self, value: &impl Serialize) -> Result<u64, StoreError> {
         let mut line =
             serde_json::to_vec(value).map_err(|e| io_err(&self.path)(std::io::Error::other(e)))?;
         line.push(b'\n');
         // One write for the whole line (O_APPEND): a crash tears at most this line.
-        (&*self.file).write_all(&line).map_err(io_err(&self.path))?;
+        if let Err(e) = (&*self.file).write_all(&line) {
+            self.summary = None;
+            return Err(io_err(&self.path)(e));
+        }
         self.unsynced = true;
-        Ok(())
+        Ok(line.len() as u64)
     }
 }

@@ -4,6 +4,7 @@
 //! ```text
 //! <state>/sessions/<id>/log.jsonl    line 1: the header; then {"seq":N,"unix_ms":T,"event":{…}}
 //! <state>/sessions/<id>/spill/       whole tool outputs too big for the context
+//! <state>/index/<uid>/<id>.json       the session's summary, for listings
 //! ```
 //!
 //! * [`log`]: the writer. It alone assigns sequence numbers; it holds an exclusive `flock` on
@@ -13,16 +14,22 @@
 //!   and cut off before the writer appends again; any other bad line, or a log written by
 //!   another format version, is an error naming the file and the line.
 //! * [`permissions`]: what a root daemon's session owners may reach (their spill folders);
-//! * [`list`]: the sessions of a state directory, each log read whole (a few ms for a long
-//!   session; an index is the next step if listings of thousands of sessions get slow).
+//! * [`summary`]: what a listing shows of a session, folded from its records (pure);
+//! * [`index`]: those summaries on disk, a directory per owner, so that a listing reads one
+//!   user's summaries and no log; checked against the logs, rebuilt from them when stale or torn;
+//! * [`list`]: the sessions of a state directory (or of one uid), from the index.
 //!
 //! The format is documented in `docs/sessions.md`. Many readers may read a log while its writer
 //! appends: a reader that meets a line without its newline treats it as not yet written.
 
+pub mod index;
+#[cfg(test)]
+mod index_tests;
 pub mod list;
 pub mod log;
 pub mod permissions;
 pub mod read;
+pub mod summary;
 #[cfg(test)]
 mod tests;
 
@@ -90,7 +97,10 @@ pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError +
 /// A state directory's session store.
 #[derive(Debug, Clone)]
 pub struct Store {
+    /// `<state>/sessions`: a directory per session.
     root: PathBuf,
+    /// `<state>/index`: a directory per owner, a summary per session ([`index`]).
+    index: PathBuf,
 }
 
 impl Store {
@@ -112,7 +122,13 @@ impl Store {
             .create(&root)
             .map_err(io_err(&root))?;
         permissions::sessions_root(&root).map_err(io_err(&root))?;
-        Ok(Self { root })
+        let index = state_dir.join(index::INDEX_DIR);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&index)
+            .map_err(io_err(&index))?;
+        Ok(Self { root, index })
     }
 
     /// The default state directory of this user: `$XDG_STATE_HOME/agentd`, else
@@ -143,15 +159,15 @@ impl Store {
     pub fn header(&self, id: &protocol::ids::SessionId) -> Result<log::Header, StoreError> {
         use std::io::BufRead;
         let path = self.dir_of(id).join(log::LOG_FILE);
-        let file = match std::fs::File::open(&path) {
+        let file = match read::open_log(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Err(StoreError::NotFound {
                     id: id.as_str().to_owned(),
                     dir: self.root.clone(),
                 });
             }
-            Err(e) => return Err(io_err(&path)(e)),
+            Err(e) => return Err(e),
         };
         let mut first = Vec::new();
         std::io::BufReader::new(file)
@@ -164,30 +180,8 @@ impl Store {
         read::parse_header(&path, &first, torn)
     }
 
-    /// The headers of every session, and the logs whose header could not be read.
-    pub fn headers(&self) -> (Vec<log::Header>, Vec<StoreError>) {
-        let (mut found, mut errors) = (Vec::new(), Vec::new());
-        let Ok(entries) = std::fs::read_dir(self.root()) else {
-            return (found, errors);
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let Some(id) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| protocol::ids::SessionId::new(n).ok())
-            else {
-                continue;
-            };
-            match self.header(&id) {
-                Ok(h) => found.push(h),
-                Err(StoreError::NotFound { .. }) => {}
-                Err(e) => errors.push(e),
-            }
-        }
-        (found, errors)
-    }
-
-    /// Deletes session `id`: its log and its spill files. A session being written is refused.
+    /// Deletes session `id`: its log, its spill files and its summary. A session being written is
+    /// refused.
     pub fn delete(&self, id: &protocol::ids::SessionId) -> Result<(), StoreError> {
         let dir = self.dir_of(id);
         let log_path = dir.join(log::LOG_FILE);
@@ -197,8 +191,15 @@ impl Store {
                 dir: self.root.clone(),
             });
         }
+        let owner = self.header(id).map(|h| h.owner_uid);
         // Holding the lock while removing: no writer can be in the middle of a step.
         let _lock = log::lock(&log_path, id)?;
-        std::fs::remove_dir_all(&dir).map_err(io_err(&dir))
+        std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+        // After the log: a crash in between leaves a summary without a log, which the next
+        // listing removes (the other order would bring a deleted session back).
+        if let Ok(uid) = owner {
+            self.remove_entry(uid, id);
+        }
+        Ok(())
     }
 }

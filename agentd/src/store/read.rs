@@ -13,6 +13,8 @@ pub struct Loaded {
     pub records: Vec<Record>,
     /// The last line, when it was torn by a crash mid-write.
     pub torn: Option<Torn>,
+    /// The end of the last whole record: the log's length without a torn line.
+    pub covered_bytes: u64,
 }
 
 /// A torn last line.
@@ -42,8 +44,45 @@ impl Loaded {
 
 /// Loads the log at `path`.
 pub fn load(path: &Path) -> Result<Loaded, StoreError> {
-    let bytes = std::fs::read(path).map_err(io_err(path))?;
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_log(path)?
+        .read_to_end(&mut bytes)
+        .map_err(io_err(path))?;
     parse(path, &bytes)
+}
+
+/// Opens the log at `path` for reading: never through a symlink, never waiting (a FIFO put in a
+/// log's place would hold a reader forever), and only a regular file. Every reader of a log
+/// comes through here, so tests can count what a listing opened ([`opened`]).
+pub fn open_log(path: &Path) -> Result<std::fs::File, StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    #[cfg(test)]
+    OPENED.with(|o| o.borrow_mut().push(path.to_path_buf()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io_err(path))?;
+    let meta = file.metadata().map_err(io_err(path))?;
+    if !meta.is_file() {
+        return Err(StoreError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other("not a regular file"),
+        });
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+thread_local! {
+    static OPENED: std::cell::RefCell<Vec<std::path::PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The logs this thread opened since the last call (tests only).
+#[cfg(test)]
+pub fn opened() -> Vec<std::path::PathBuf> {
+    OPENED.with(|o| std::mem::take(&mut *o.borrow_mut()))
 }
 
 /// Parses a log's bytes; `path` only names it in errors.
@@ -103,10 +142,12 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, StoreError> {
             Err(e) => return Err(corrupt(number, format!("not a session record: {e}"))),
         }
     }
+    let covered_bytes = torn.as_ref().map_or(bytes.len() as u64, |t| t.valid_bytes);
     Ok(Loaded {
         header,
         records,
         torn,
+        covered_bytes,
     })
 }
 
