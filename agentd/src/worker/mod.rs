@@ -46,5 +46,6 @@ pub fn default_sandbox(workspace: PathBuf, tmp_dir: PathBuf, home: Option<&Path>
             .map(|p| (*p).to_owned())
             .collect(),
         workspace_identity: None,
+        hidden_inside: Vec::new(),
     }
 }

@@ -234,6 +234,7 @@ pub fn spec() -> SandboxSpec {
         require_landlock: true,
         protected_paths: vec![".git/hooks".into(), ".git/modules/*/config".into()],
         workspace_identity: Some((2049, 1234567)),
+        hidden_inside: vec!["/home/ana/.ssh".into()],
     }
 }
 

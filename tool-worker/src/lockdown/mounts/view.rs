@@ -556,6 +556,7 @@ mod tests {
                 .map(|p| (*p).to_owned())
                 .collect(),
             workspace_identity: None,
+            hidden_inside: vec![],
         }
     }
 
