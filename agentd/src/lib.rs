@@ -5,7 +5,8 @@
 //! one session engine every front end drives) · [`agent`] (the turn loop, dispatch, approvals) ·
 //! [`server`] (the daemon's socket) · [`store`] (session logs) · [`providers`] (model
 //! providers: the internal model, retries, the wire formats) · [`worker`] (spawning
-//! tool-workers, their cgroups and environment).
+//! tool-workers, their cgroups and environment) · [`workspace_check`] (a workspace that holds
+//! what the sandbox hides is refused, for every front end).
 
 pub mod agent;
 pub mod cli;
@@ -19,3 +20,4 @@ pub mod server;
 pub mod settings;
 pub mod store;
 pub mod worker;
+pub mod workspace_check;
