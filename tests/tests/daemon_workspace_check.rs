@@ -26,7 +26,11 @@ fn the_daemon_refuses_a_home_or_its_state_as_a_workspace_and_its_config_alone_al
     let mock = rt.block_on(MockLlm::start(vec![]));
     let place = Place::new("");
     std::fs::create_dir_all(place.home.0.join(".agents")).unwrap();
-    std::fs::write(place.home.0.join(".agents/env"), "API_KEY=sk-daemon-secret\n").unwrap();
+    std::fs::write(
+        place.home.0.join(".agents/env"),
+        "API_KEY=sk-daemon-secret\n",
+    )
+    .unwrap();
     let _d = Daemon::start(&place, &mock.url());
     rt.block_on(async {
         let mut c = Client::connect(&place.socket, Encoding::Json).await;
@@ -39,7 +43,12 @@ fn the_daemon_refuses_a_home_or_its_state_as_a_workspace_and_its_config_alone_al
                 ResponseBody::Error(e) => {
                     assert_eq!(e.code, ErrorCode::BadRequest, "{e:?}");
                     let named = format!("workspace {} is too broad", shown.display());
-                    for part in [named.as_str(), why, "allow_broad_workspace = true", "a client cannot"] {
+                    for part in [
+                        named.as_str(),
+                        why,
+                        "allow_broad_workspace = true",
+                        "a client cannot",
+                    ] {
                         assert!(e.message.contains(part), "{part:?} in {}", e.message);
                     }
                 }

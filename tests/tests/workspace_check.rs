@@ -82,11 +82,21 @@ fn a_home_root_a_homes_parent_or_the_configs_parent_is_refused_before_anything_r
     let home = home_in(&root);
     assert_refused(&home, &home, "it is the home directory", &[]);
     assert_refused(&home, Path::new("/"), "root of the filesystem", &[]);
-    assert_refused(&home, &root.0.join("home"), "it holds the home directory", &[]);
+    assert_refused(
+        &home,
+        &root.0.join("home"),
+        "it holds the home directory",
+        &[],
+    );
     // Through a symlink and `..`: compared where it leads.
     std::os::unix::fs::symlink(&home, root.0.join("link")).unwrap();
     assert_refused(&home, &root.0.join("link"), "it is the home directory", &[]);
-    assert_refused(&home, &root.0.join("home/../home/me"), "home directory", &[]);
+    assert_refused(
+        &home,
+        &root.0.join("home/../home/me"),
+        "home directory",
+        &[],
+    );
     // A config directory outside the home: the directory holding it is refused.
     let elsewhere = Dir::new("wscheck-cfg", As::Root);
     std::fs::create_dir_all(elsewhere.0.join("xdg/agentd")).unwrap();
@@ -121,7 +131,10 @@ fn an_allowed_home_keeps_its_keys_and_startup_files_from_every_call() {
     );
     assert!(home.join("made-here").exists());
     for secret in ["sk-secret-e2e", "PRIVATE-KEY-e2e"] {
-        assert!(!result.contains(secret), "{secret} reached the model: {result}");
+        assert!(
+            !result.contains(secret),
+            "{secret} reached the model: {result}"
+        );
     }
     assert_eq!(
         std::fs::read_to_string(home.join(".bashrc")).unwrap(),

@@ -48,12 +48,7 @@ impl Sensitive {
             .map(|p| canonical(Path::new(p)))
             .collect();
         let mut homes: Vec<PathBuf> = passwd_homes();
-        homes.extend(
-            home.as_deref()
-                .into_iter()
-                .chain(owner_home)
-                .map(|h| canonical(h)),
-        );
+        homes.extend(home.as_deref().into_iter().chain(owner_home).map(canonical));
         homes.push(canonical(Path::new("/root")));
         let in_system = |h: &PathBuf| {
             h.as_path() == Path::new("/")
