@@ -113,6 +113,11 @@ pub struct SandboxSection {
     /// Paths inside the writable roots kept read-only, relative, `*` matching one component;
     /// replaces the defaults (`.git/hooks`, `.git/config`, … — see `docs/security.md`).
     pub protected_paths: Option<Vec<toml::Spanned<String>>>,
+    /// Allow a workspace that is `/`, a home or an ancestor of one, a system directory, or
+    /// holds the agent's config, keys, state or socket; its secrets are then hidden from calls
+    /// (`crate::workspace_check`). For the daemon, only its own config allows it.
+    #[serde(default)]
+    pub allow_broad_workspace: bool,
 }
 
 impl SandboxSection {

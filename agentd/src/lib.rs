@@ -7,7 +7,9 @@
 //! providers: the internal model, retries, the wire formats) · [`worker`] (spawning
 //! tool-workers, their cgroups and environment) · [`inert`] (model text made harmless for a
 //! terminal) · [`approval_view`] (what an approval prompt shows) · [`workspace_file`] (the
-//! client's reads of files the model may have made) · [`random`] (unguessable names).
+//! client's reads of files the model may have made) · [`random`] (unguessable names) ·
+//! [`workspace_check`] (a workspace that holds what the sandbox hides is refused, for every
+//! front end).
 
 pub mod agent;
 pub mod approval_view;
@@ -23,4 +25,5 @@ pub mod server;
 pub mod settings;
 pub mod store;
 pub mod worker;
+pub mod workspace_check;
 pub mod workspace_file;

@@ -101,6 +101,13 @@ pub struct SandboxSpec {
     /// depth. Filled by the supervisor for each call; empty: only the roots and one level down.
     #[serde(default)]
     pub repositories: Vec<PathBuf>,
+    /// Paths inside the workspace (or another kept root) that no call may read or write,
+    /// although what holds them is readable and writable: a broad workspace's secrets (a home's
+    /// `.ssh`, the agent's config, keys and state), allowed only with `allow_broad_workspace`.
+    /// Each existing one is covered by an empty read-only mount; one that holds a kept root has
+    /// everything else in it covered instead. Missing ones are left to `protected_paths`.
+    #[serde(default)]
+    pub hidden_inside: Vec<PathBuf>,
 }
 
 /// What a call may not change inside its writable roots, because something outside the sandbox

@@ -64,8 +64,13 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         read_paths,
         write_paths,
         protected_paths,
+        allow_broad_workspace,
     } = config.sandbox.unwrap();
     assert!(read_paths.is_empty() && write_paths.is_empty());
+    assert!(
+        !allow_broad_workspace,
+        "the example sets the default: refused"
+    );
     let protected: Vec<String> = protected_paths
         .unwrap()
         .into_iter()

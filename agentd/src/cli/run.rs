@@ -80,6 +80,11 @@ pub struct RunArgs {
     /// Run every call without policy checks. The sandbox still applies.
     #[arg(long)]
     pub dangerously_skip_permissions: bool,
+    /// Allow a workspace that is `/`, a home or holds one, a system directory, or holds the
+    /// agent's config, keys or state (refused otherwise); its secrets (~/.ssh, ~/.agents,
+    /// ~/.config, shell startup files, …) stay hidden from every call.
+    #[arg(long)]
+    pub allow_broad_workspace: bool,
 }
 
 /// A fresh session id, for a session that is not kept in a store: random like a kept one's. If
@@ -109,7 +114,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .config
         .clone()
         .or_else(super::policy_check::default_config_path);
-    let base = Base::load(config_path.as_deref())?;
+    let mut base = Base::load(config_path.as_deref())?;
+    base.guard.allow |= args.allow_broad_workspace;
+    if let Some(dir) = &args.state_dir {
+        base.guard
+            .own
+            .push((dir.clone(), "the agent's session state"));
+    }
     let overrides = Overrides {
         provider: args.provider.clone(),
         base_url: None,

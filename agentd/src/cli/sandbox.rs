@@ -42,6 +42,10 @@ pub struct SandboxArgs {
     /// Print the lockdown achieved (to stderr).
     #[arg(long)]
     pub verbose: bool,
+    /// Allow a workspace that is `/`, a home or holds one, a system directory, or holds the
+    /// agent's config, keys or state (refused otherwise); its secrets stay hidden from the call.
+    #[arg(long)]
+    pub allow_broad_workspace: bool,
     /// The command. One argument is shell text (`'ls | wc -l'`); several are quoted and joined.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -139,6 +143,11 @@ fn call(args: &SandboxArgs) -> Result<(SandboxSpec, ToolRequest, PrivateDir)> {
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
+    let guard = crate::workspace_check::Guard {
+        allow: args.allow_broad_workspace,
+        ..Default::default()
+    };
+    let hidden = crate::workspace_check::check(&workspace, &guard, None)?;
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
         bail!(
             "--timeout must be a positive number of seconds, not {}",
@@ -169,6 +178,7 @@ fn call(args: &SandboxArgs) -> Result<(SandboxSpec, ToolRequest, PrivateDir)> {
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut spec = worker::default_sandbox(workspace, tmp.path().to_owned(), home.as_deref());
+    hidden.apply(&mut spec);
     spec.profile = profile;
     spec.network = args.network;
     spec.limits = limits;

@@ -49,7 +49,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         .config
         .clone()
         .or_else(super::policy_check::default_config_path);
-    let base = Base::load(config_path.as_deref())?;
+    let mut base = Base::load(config_path.as_deref())?;
     let section = base.config.server.clone().unwrap_or_default();
     let admin_gid = match &section.admin_group {
         Some(name) => Some(
@@ -81,6 +81,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         }
     };
     listener.set_nonblocking(true)?;
+    // Every create and resume is checked here, by the daemon: only its own config allows a
+    // broad workspace, never a client.
+    base.guard.how = crate::workspace_check::Override::DaemonConfig;
+    base.guard
+        .own
+        .push((state_dir.clone(), "the daemon's session state"));
+    if let Some(socket) = &bound {
+        base.guard.own.push((socket.clone(), "the daemon's socket"));
+    }
     let limits = section.limits();
     // The one token: the accept loop, every connection, every session and so its workers.
     let shutdown = Shutdown::new();

@@ -50,6 +50,9 @@ pub enum BuildError {
     /// The session's cgroup (and its user's) could not be made.
     #[error("cannot set up the session's cgroup: {0}")]
     Cgroup(#[source] std::io::Error),
+    /// A workspace that holds what the sandbox hides, not allowed.
+    #[error(transparent)]
+    BroadWorkspace(#[from] crate::workspace_check::BroadWorkspace),
     /// The workspace, as the session's owner sees it.
     #[error("workspace {path}: {why}")]
     Workspace {
@@ -75,6 +78,10 @@ pub struct Base {
     /// The file's `[aggregate]` bounds over this machine's defaults: each session's cgroup, and
     /// its user's, get them.
     pub bounds: crate::worker::aggregate::Bounds,
+    /// What no session's workspace may hold, and whether a broad one is allowed: the config's
+    /// `[sandbox] allow_broad_workspace` and the config file itself; front ends add their flag
+    /// and their own paths (state dir, socket).
+    pub guard: crate::workspace_check::Guard,
 }
 
 impl Base {
@@ -100,7 +107,16 @@ impl Base {
                     &text,
                     &name,
                 )?;
+                let guard = crate::workspace_check::Guard {
+                    allow: config
+                        .sandbox
+                        .as_ref()
+                        .is_some_and(|s| s.allow_broad_workspace),
+                    own: vec![(path.to_path_buf(), "the agent's config file")],
+                    ..Default::default()
+                };
                 Self {
+                    guard,
                     config,
                     config_text: text,
                     config_path: Some(path.to_path_buf()),
@@ -114,6 +130,7 @@ impl Base {
                 config_path: None,
                 policy: PolicyCell::new(Policy::builtin()?),
                 bounds: crate::worker::aggregate::Bounds::defaults(&machine),
+                guard: Default::default(),
             },
         })
     }
@@ -249,6 +266,9 @@ fn cross_user(run_as: Option<&RunAs>) -> bool {
 
 /// Finds the worker, makes the session's temp root and its sandbox from `plan` and `base`.
 pub fn prepare(base: &Base, plan: Plan) -> Result<Prepared, BuildError> {
+    // Before anything is made: a workspace that holds what the sandbox hides is refused here,
+    // for every front end; one allowed gets its secrets hidden from every call.
+    let hidden = crate::workspace_check::check(&plan.workspace, &base.guard, plan.home.as_deref())?;
     let worker_bin = worker::locate_worker().ok_or(BuildError::NoWorker)?;
     let owner = match &plan.run_as {
         Some(who) if nix::unistd::geteuid().is_root() => Owner {
@@ -281,6 +301,7 @@ pub fn prepare(base: &Base, plan: Plan) -> Result<Prepared, BuildError> {
     if let (Some(section), Some(path)) = (&base.config.sandbox, &base.config_path) {
         section.apply(&mut sandbox, &base.config_text, &path.display().to_string())?;
     }
+    hidden.apply(&mut sandbox);
     Ok(Prepared {
         plan,
         worker_bin,

@@ -52,5 +52,6 @@ pub fn default_sandbox(workspace: PathBuf, tmp_dir: PathBuf, home: Option<&Path>
             .collect(),
         workspace_identity: None,
         repositories: vec![],
+        hidden_inside: Vec::new(),
     }
 }

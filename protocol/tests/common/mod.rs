@@ -235,6 +235,7 @@ pub fn spec() -> SandboxSpec {
         protected_paths: vec![".git/hooks".into(), ".git/modules/*/config".into()],
         workspace_identity: Some((2049, 1234567)),
         repositories: vec!["/home/u/proj/vendor/lib".into()],
+        hidden_inside: vec!["/home/ana/.ssh".into()],
     }
 }
 

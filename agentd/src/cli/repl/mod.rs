@@ -59,6 +59,11 @@ pub struct ReplArgs {
     /// Model calls per turn at most.
     #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: u32,
+    /// In-process only: allow a workspace that is `/`, a home or holds one, a system directory,
+    /// or holds the agent's config, keys or state; its secrets stay hidden from every call. A
+    /// daemon decides by its own config.
+    #[arg(long)]
+    pub allow_broad_workspace: bool,
 }
 
 /// Where the session is hosted.
@@ -147,7 +152,13 @@ fn recipe(args: &ReplArgs, workspace: PathBuf) -> Result<local::Recipe> {
         .config
         .clone()
         .or_else(super::policy_check::default_config_path);
-    let base = crate::engine::build::Base::load(config_path.as_deref())?;
+    let mut base = crate::engine::build::Base::load(config_path.as_deref())?;
+    base.guard.allow |= args.allow_broad_workspace;
+    if let Some(dir) = &args.state_dir {
+        base.guard
+            .own
+            .push((dir.clone(), "the agent's session state"));
+    }
     let overrides = crate::settings::Overrides {
         provider: None,
         base_url: None,

@@ -17,6 +17,8 @@ const AT_SYMLINK_NOFOLLOW: libc::c_uint = 0x100;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
 pub(super) const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 
 /// `struct mount_attr` of `<linux/mount.h>`, version 0.
 #[repr(C)]
@@ -201,6 +203,35 @@ impl Mounter for Kernel {
                 .bind_onto_itself(path)
                 .and_then(|()| set_attr(path, true, MOUNT_ATTR_RDONLY, 0))
                 .map_err(err("protecting", path)),
+            Step::Seal { path } => self
+                .bind_onto_itself(path)
+                .and_then(|()| set_attr(path, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0))
+                .map_err(err("sealing", path)),
+            Step::Conceal { path, is_dir: true } => tmpfs(
+                path,
+                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+                "mode=0555,size=4k",
+            )
+            .map_err(err("concealing", path)),
+            // A device node on a nodev mount cannot be opened at all: reading and writing the
+            // file fail with EACCES, where a plain /dev/null would take writes silently.
+            Step::Conceal {
+                path,
+                is_dir: false,
+            } => open_tree(Path::new("/dev/null"))
+                .and_then(|null| move_mount(&null, path))
+                .and_then(|()| {
+                    set_attr(
+                        path,
+                        false,
+                        MOUNT_ATTR_RDONLY
+                            | MOUNT_ATTR_NOSUID
+                            | MOUNT_ATTR_NODEV
+                            | MOUNT_ATTR_NOEXEC,
+                        0,
+                    )
+                })
+                .map_err(err("concealing", path)),
             Step::Proc => {
                 let proc = Path::new("/proc");
                 mount(

@@ -2,11 +2,13 @@
 //! filesystem layers (Landlock is the second, independent one).
 //!
 //! [`view`] reads what the call may see from the spec and the machine; [`plan`] turns it into
-//! ordered steps (pure, unit-tested); [`apply`] runs them through a [`Mounter`] — the kernel
+//! ordered steps (pure, unit-tested), to which [`hide_inside`] adds the covers of what must stay
+//! hidden inside a kept root; [`apply`] runs them through a [`Mounter`] — the kernel
 //! ([`kernel::Kernel`]) in the worker, a recorder in tests.
 
 pub mod git_index;
 pub mod gitconfig;
+pub mod hide_inside;
 pub mod kernel;
 pub mod masked;
 pub mod name_glob;
@@ -87,7 +89,9 @@ pub fn set_up(spec: &protocol::worker::SandboxSpec) -> Result<Mounted, MountErro
             )),
         });
     }
-    apply(&plan(&view), &mut kernel::Kernel::default())?;
+    let mut steps = plan(&view);
+    hide_inside::insert(&mut steps, hide_inside::steps(&spec.hidden_inside, &view)?);
+    apply(&steps, &mut kernel::Kernel::default())?;
     Ok(Mounted {
         protected: view.protected,
         write_paths,

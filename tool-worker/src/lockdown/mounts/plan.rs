@@ -105,6 +105,20 @@ pub enum Step {
         /// The protected path.
         path: PathBuf,
     },
+    /// Bind the directory `path` onto itself read-only, the mounts under it keeping their own
+    /// flags: a directory that holds a kept root among hidden entries (`hide_inside`).
+    Seal {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// Cover `path` with an empty read-only mount: a tmpfs over a directory, `/dev/null`
+    /// (nodev: neither readable nor writable) over a file (`hide_inside`).
+    Conceal {
+        /// The path.
+        path: PathBuf,
+        /// A directory, else a file.
+        is_dir: bool,
+    },
     /// A fresh procfs at `/proc`.
     Proc,
     /// A private tmpfs at `/dev/shm`.

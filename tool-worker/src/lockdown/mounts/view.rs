@@ -575,6 +575,7 @@ mod tests {
                 .collect(),
             workspace_identity: None,
             repositories: vec![],
+            hidden_inside: vec![],
         }
     }
 
