@@ -452,6 +452,10 @@ impl Scan {
         if !trusted && !self.within.holds(&real) {
             return;
         }
+        // Only a regular file is opened: opening a device (a watchdog arms on open) is an act.
+        if !std::fs::symlink_metadata(&real).is_ok_and(|m| m.is_file()) {
+            return;
+        }
         let opened = match open_unsteered(&real) {
             Ok(opened) => opened,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,

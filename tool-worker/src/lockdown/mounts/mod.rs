@@ -6,6 +6,7 @@
 //! hidden inside a kept root; [`apply`] runs them through a [`Mounter`] — the kernel
 //! ([`kernel::Kernel`]) in the worker, a recorder in tests.
 
+pub mod as_owner;
 pub mod git_index;
 pub mod gitconfig;
 pub mod hide_inside;

@@ -93,6 +93,17 @@ pub fn protected_names(spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
 /// takes config and hooks from besides ([`super::gitconfig::redirects`]). Symlinks not resolved;
 /// nothing outside `within` looked at.
 fn found_in(spec: &SandboxSpec, root: &Path, within: &Within) -> super::gitconfig::Found {
+    // The owner's configs, and what they include, are read with the owner's rights: as root they
+    // would be an oracle on every file of the machine (`super::as_owner`).
+    let _as_owner = match super::as_owner::assume(spec.run_as.as_ref()) {
+        Ok(guard) => guard,
+        Err(e) => {
+            return super::gitconfig::Found {
+                paths: Vec::new(),
+                unreadable: vec![(root.to_path_buf(), e.to_string())],
+            };
+        }
+    };
     let home = env_path(spec, "HOME");
     let globals = super::gitconfig::user_configs(home, env_path(spec, "XDG_CONFIG_HOME"));
     // The root listed once for the scan: every pattern's first component and the `.git`s a
@@ -688,6 +699,61 @@ mod tests {
             assert!(view.protected.contains(&ws.join(p)), "{p}: {view:?}");
         }
         std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn the_owners_git_config_is_read_with_the_owners_rights_not_roots() {
+        use std::os::unix::fs::PermissionsExt;
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: needs root");
+            return;
+        }
+        let ws = scratch("as-owner");
+        let home = scratch("as-owner-home");
+        let secret = scratch("as-owner-secret");
+        std::fs::write(secret.join("config"), "[core]\n\thooksPath = .evil\n").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::create_dir_all(ws.join(".evil")).unwrap();
+        std::fs::create_dir_all(ws.join("tmp")).unwrap();
+        let mut spec = spec_for(&ws);
+        spec.env.push(protocol::worker::EnvVar {
+            name: "HOME".into(),
+            value: home.display().to_string(),
+        });
+        let scan = |spec: &SandboxSpec, include: &Path| {
+            std::fs::write(
+                home.join(".gitconfig"),
+                format!("[include]\n\tpath = {}\n", include.display()),
+            )
+            .unwrap();
+            found_in(spec, &ws, &within(spec))
+        };
+        // As root for root, the include is read: its hooksPath is protected.
+        let as_root = scan(&spec, &secret.join("config"));
+        assert!(as_root.paths.contains(&ws.join(".evil")), "{as_root:?}");
+        // For another owner, the file they cannot read is not read, and whether it exists is not
+        // told: the same refusal for a file that is there and one that is not.
+        spec.run_as = Some(protocol::worker::RunAs {
+            uid: 65534,
+            gid: 65534,
+            groups: vec![],
+        });
+        let there = scan(&spec, &secret.join("config"));
+        let not_there = scan(&spec, &secret.join("nope/x"));
+        assert!(!there.paths.contains(&ws.join(".evil")), "{there:?}");
+        let why = |f: &super::super::gitconfig::Found| -> Vec<String> {
+            f.unreadable.iter().map(|(_, why)| why.clone()).collect()
+        };
+        assert_eq!(why(&there), why(&not_there));
+        assert!(
+            why(&there).iter().all(|w| w.contains("denied")),
+            "{there:?}"
+        );
+        // And the thread is root's again.
+        assert!(std::fs::read_to_string(secret.join("config")).is_ok());
+        for d in [&ws, &home, &secret] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
     }
 
     #[test]
