@@ -56,3 +56,56 @@ both!(index_bits_and_replace_refs_a_call_sets_are_told, |who| {
     let quiet = sandbox(who, &ws.0, &[], "true", &[]);
     assert!(!quiet.stdout.contains("skip-worktree"), "{quiet:?}");
 });
+
+both!(
+    a_rebase_todo_the_call_gave_an_exec_line_runs_nothing_later,
+    |who| {
+        // Found by the fourth review: `exec` lines in a paused rebase's todo run, unsandboxed, at
+        // the user's `git rebase --continue`.
+        let ws = repo("review-rebase", who);
+        std::fs::write(ws.0.join("b.txt"), "two\n").unwrap();
+        agentd_e2e::give(&ws.0.join("b.txt"), who);
+        host_git(&ws.0, who, &["add", "b.txt"]);
+        host_git(&ws.0, who, &["commit", "-qm", "second"]);
+        let marks = agentd_e2e::Dir::new("review-rebase-mark", who);
+        let marker = marks.0.join("REBASE_RAN");
+        let run = sandbox(
+            who,
+            &ws.0,
+            &[],
+            &format!(
+                "GIT_SEQUENCE_EDITOR='sed -i 1ibreak' {GIT} rebase -q -i HEAD~1; printf 'exec touch {}\\n' >> .git/rebase-merge/git-rebase-todo && echo planted",
+                marker.display()
+            ),
+            &[],
+        );
+        assert!(run.stdout.contains("planted"), "{run:?}");
+        assert!(
+            run.stdout.contains("rebase-merge") && run.stdout.contains("moved to"),
+            "{run:?}"
+        );
+        let mut cont = agentd_e2e::command_for("git", who);
+        let _ = cont
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@e",
+                "-c",
+                "safe.directory=*",
+            ])
+            .args(["rebase", "--continue"])
+            .current_dir(&ws.0)
+            .env("GIT_EDITOR", "true")
+            .output()
+            .unwrap();
+        assert!(!marker.exists(), "the planted exec ran on the host");
+        // A name git never writes in its directory goes too.
+        let odd = sandbox(who, &ws.0, &[], "echo x > .git/my-state && echo ok", &[]);
+        assert!(
+            odd.stdout.contains("ok") && odd.stdout.contains("moved to"),
+            "{odd:?}"
+        );
+        assert!(!ws.0.join(".git/my-state").exists());
+    }
+);

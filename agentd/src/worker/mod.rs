@@ -12,6 +12,7 @@ pub mod caps;
 pub mod cgroup;
 pub mod env;
 pub mod fresh_repo;
+pub mod git_entries;
 pub mod late_check;
 pub mod loosened;
 pub mod pool;

@@ -56,6 +56,8 @@ struct Known {
     found: Vec<PathBuf>,
     /// What git showed of each repository after the last call ([`super::review`]).
     shown: super::review::Shown,
+    /// What each git directory held after the last call ([`super::git_entries`]).
+    entries: super::git_entries::GitEntries,
 }
 
 impl Baseline {
@@ -80,6 +82,7 @@ impl Baseline {
                 openness: super::loosened::Snapshot::of(writable_roots(&spec), &names),
                 paths: names.into_iter().collect(),
                 shown: super::review::Shown::of(&listed, &writable_roots(&spec)),
+                entries: super::git_entries::GitEntries::of(&git_dirs(&listed, &spec)),
                 repositories,
                 walk,
                 found,
@@ -146,6 +149,29 @@ impl Baseline {
             tracing::warn!("{note}");
             notes.push(note);
         }
+        for (path, why) in known.entries.planted(&git_dirs(&repositories, &spec)) {
+            let Some((root, rel)) = writable_roots(&spec)
+                .into_iter()
+                .filter_map(|r| Some((r, path.strip_prefix(r).ok()?.to_path_buf())))
+                .max_by_key(|(r, _)| r.components().count())
+            else {
+                continue;
+            };
+            let shown = inert_line(&path.display().to_string()).into_owned();
+            let note = match quarantine(root, &rel, expected(&spec, root)) {
+                Ok(to) => format!(
+                    "this call put {shown} in a git directory ({}); it was moved to {}",
+                    inert_line(&why),
+                    inert_line(&to.display().to_string())
+                ),
+                Err(e) => format!(
+                    "this call put {shown} in a git directory ({}), and it could not be moved aside ({e}): review it before you run git here",
+                    inert_line(&why)
+                ),
+            };
+            tracing::warn!("{note}");
+            notes.push(note);
+        }
         let shown = super::review::Shown::of(&repositories, &writable_roots(&spec));
         notes.extend(known.shown.compare(shown));
         known.repositories.extend(repositories);
@@ -155,6 +181,15 @@ impl Baseline {
         }
         notes
     }
+}
+
+/// The git directories of `repositories` in `spec`'s writable roots.
+fn git_dirs(repositories: &[PathBuf], spec: &SandboxSpec) -> Vec<PathBuf> {
+    let roots = writable_roots(spec);
+    repositories
+        .iter()
+        .filter_map(|r| super::review::git_dir(r, &roots))
+        .collect()
 }
 
 /// Walks `spec`'s writable roots for every repository below them ([`super::repos`]).

@@ -101,7 +101,7 @@ fn named(names: impl Iterator<Item = String>) -> String {
 
 /// The git directory of the repository whose top is `repo`: its `.git` directory, the
 /// directory a `.git` file names inside `roots`, or `repo` itself when it is bare.
-fn git_dir(repo: &Path, roots: &[&PathBuf]) -> Option<PathBuf> {
+pub fn git_dir(repo: &Path, roots: &[&PathBuf]) -> Option<PathBuf> {
     let dot_git = repo.join(".git");
     match std::fs::symlink_metadata(&dot_git) {
         Ok(m) if m.is_dir() => Some(dot_git),

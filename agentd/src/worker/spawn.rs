@@ -443,7 +443,19 @@ impl ReadyWorker {
                     // is the PID namespace's init and reaps them first), so the workspace is the
                     // call's last word: check it now.
                     self.unchecked = false;
-                    super::protect::tell(&mut result, self.baseline.check(&self.spec));
+                    // The check walks the workspace: on a blocking thread, not the runtime's,
+                    // which other sessions' calls need meanwhile.
+                    let (baseline, spec) =
+                        (std::sync::Arc::clone(&self.baseline), self.spec.clone());
+                    let notes = match tokio::task::spawn_blocking(move || baseline.check(&spec))
+                        .await
+                    {
+                        Ok(notes) => notes,
+                        Err(e) => vec![format!(
+                            "the check of the protected paths after this call failed ({e}): review .git and the editors' settings before you run git or open an editor here"
+                        )],
+                    };
+                    super::protect::tell(&mut result, notes);
                 }
                 // The worker then exits by itself, tearing its mount namespace down, which takes
                 // a while; the call's caller need not wait for that. Without a runtime to leave
