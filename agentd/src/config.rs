@@ -193,6 +193,43 @@ pub struct ProviderSection {
     /// The most text, tool arguments and thinking one model response may bring, bytes (default
     /// 8 MiB): past it the call ends with an error (`docs/agent.md`, "Bounds on a response").
     pub max_response_bytes: Option<usize>,
+    /// The cap on each answer's output tokens, sent in each API's own field (default: the
+    /// model's limit from `providers::limits` where the API requires a cap, else none).
+    pub max_output_tokens: Option<MaxOutputTokens>,
+    /// The longest wait before a retry, seconds (default 60): a server that asks for longer
+    /// (`Retry-After`, Gemini's `retryDelay`) ends the call with an error that says so.
+    pub max_retry_wait_secs: Option<u64>,
+}
+
+/// `[provider] max_output_tokens`: a whole number of tokens from 1 to
+/// [`MAX_OUTPUT_TOKENS_BOUND`](crate::providers::limits::MAX_OUTPUT_TOKENS_BOUND). Checked when
+/// the file is read, so the error names the key, the file and the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxOutputTokens(u32);
+
+impl MaxOutputTokens {
+    /// The number of tokens.
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for MaxOutputTokens {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use crate::providers::limits::MAX_OUTPUT_TOKENS_BOUND;
+        // Any value first, so that a string or a fraction is named with the key too.
+        let value = toml::Value::deserialize(d)?;
+        value
+            .as_integer()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| (1..=MAX_OUTPUT_TOKENS_BOUND).contains(n))
+            .map(Self)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "provider.max_output_tokens = {value}: it must be a whole number of tokens from 1 to {MAX_OUTPUT_TOKENS_BOUND}"
+                ))
+            })
+    }
 }
 
 /// Why the config file could not be used.
@@ -304,6 +341,25 @@ mod tests {
             err.starts_with("c.toml:3:") && err.contains("nonzero"),
             "{err}"
         );
+        let c = parse("[provider]\nmax_output_tokens = 32000\n", "c.toml").unwrap();
+        let cap = c
+            .provider
+            .unwrap()
+            .max_output_tokens
+            .map(MaxOutputTokens::get);
+        assert_eq!(cap, Some(32000));
+        for bad in ["-5", "0", "1000001", "99999999999", "\"lots\"", "1.5"] {
+            let text = format!("[provider]\nmodel = \"m\"\nmax_output_tokens = {bad}\n");
+            let err = parse(&text, "/etc/agentd/config.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("/etc/agentd/config.toml:3:")
+                    && err.contains("provider.max_output_tokens")
+                    && err.contains("from 1 to 1000000"),
+                "{bad}: {err}"
+            );
+        }
         let err = parse("[providers]\nmodel = \"x\"\n", "c.toml")
             .unwrap_err()
             .to_string();

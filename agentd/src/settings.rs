@@ -2,6 +2,12 @@
 //! (KEY=VALUE lines, compatible with the simple harnesses people already use), overridden by the
 //! environment, overridden by command-line flags. A missing value is an error that says which and
 //! where to set it.
+//!
+//! When `API_KEY` is unset, the provider's own variable is used — `OPENAI_API_KEY`,
+//! `ANTHROPIC_API_KEY`, `GEMINI_API_KEY` (then `GOOGLE_API_KEY`), as their SDKs read them — but
+//! only for the provider's own endpoint: a key for api.openai.com is never sent to another
+//! `BASE_URL` (a proxy, a local server) just because it is in the environment. `API_KEY` is the
+//! explicit choice, sent wherever `BASE_URL` points.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +31,16 @@ impl ProviderKind {
             "anthropic" => Some(Self::Anthropic),
             "gemini" | "google" => Some(Self::Gemini),
             _ => None,
+        }
+    }
+
+    /// The provider's own key variables, read when `API_KEY` is unset and `BASE_URL` is the
+    /// provider's own endpoint, first found wins.
+    pub fn key_variables(self) -> &'static [&'static str] {
+        match self {
+            Self::OpenAi => &["OPENAI_API_KEY"],
+            Self::Anthropic => &["ANTHROPIC_API_KEY"],
+            Self::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
         }
     }
 
@@ -258,12 +274,23 @@ fn resolve_layers(
             why: "it must start with http:// or https://",
         });
     }
-    let api_key = lookup("API_KEY").map(|(v, _)| v);
-    if api_key.is_none() && base_url == kind.default_base_url() {
+    let own_endpoint = base_url == kind.default_base_url();
+    let api_key = lookup("API_KEY").map(|(v, _)| v).or_else(|| {
+        // The provider's own variable, for its own endpoint only (see the module's comment).
+        kind.key_variables()
+            .iter()
+            .filter(|_| own_endpoint)
+            .find_map(|name| lookup(name).map(|(v, _)| v))
+    });
+    if api_key.is_none() && own_endpoint {
         return Err(SettingsError::Missing {
             name: "API_KEY",
             env_file: env_name,
-            hint: " (a local server set with BASE_URL may need none)",
+            hint: match kind {
+                ProviderKind::OpenAi => " (or OPENAI_API_KEY)",
+                ProviderKind::Anthropic => " (or ANTHROPIC_API_KEY)",
+                ProviderKind::Gemini => " (or GEMINI_API_KEY)",
+            },
         });
     }
     let model = overrides
@@ -298,6 +325,71 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "/home/u/.agents/env:2: expected KEY=VALUE, got \"just words\""
+        );
+    }
+
+    #[test]
+    fn each_providers_own_key_variable_is_a_fallback_for_its_own_endpoint_only() {
+        let env_with = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        for (provider, var) in [
+            ("openai", "OPENAI_API_KEY"),
+            ("anthropic", "ANTHROPIC_API_KEY"),
+            ("gemini", "GEMINI_API_KEY"),
+            ("gemini", "GOOGLE_API_KEY"),
+        ] {
+            let flags = Overrides {
+                provider: Some(provider.into()),
+                model: Some("m".into()),
+                ..Overrides::default()
+            };
+            let env = move |name: &str| (name == var).then(|| format!("key-from-{var}"));
+            let s = resolve_with(None, &flags, env).unwrap();
+            assert_eq!(s.api_key, Some(format!("key-from-{var}")), "{provider}");
+            // Another provider's variable is not this one's key.
+            let other = |name: &str| (name == "MISTRAL_API_KEY").then(|| "k".to_owned());
+            let err = resolve_with(None, &flags, other).unwrap_err().to_string();
+            assert!(
+                err.starts_with("no API_KEY is set") && err.contains("_API_KEY)"),
+                "{err}"
+            );
+            // Never sent to another endpoint.
+            let elsewhere = Overrides {
+                base_url: Some("http://127.0.0.1:1/v1".into()),
+                ..flags.clone()
+            };
+            let s = resolve_with(None, &elsewhere, env).unwrap();
+            assert_eq!(
+                s.api_key, None,
+                "{provider}: {var} went to another endpoint"
+            );
+        }
+        let both = env_with(&[("API_KEY", "explicit"), ("OPENAI_API_KEY", "fallback")]);
+        let flags = Overrides {
+            model: Some("m".into()),
+            ..Overrides::default()
+        };
+        assert_eq!(
+            resolve_with(None, &flags, both).unwrap().api_key.as_deref(),
+            Some("explicit"),
+            "API_KEY wins"
+        );
+        let gemini_first = env_with(&[("GOOGLE_API_KEY", "g2"), ("GEMINI_API_KEY", "g1")]);
+        let flags = Overrides {
+            provider: Some("gemini".into()),
+            ..flags
+        };
+        assert_eq!(
+            resolve_with(None, &flags, gemini_first)
+                .unwrap()
+                .api_key
+                .as_deref(),
+            Some("g1")
         );
     }
 

@@ -52,6 +52,8 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         idle_timeout_secs,
         context_window,
         max_response_bytes,
+        max_output_tokens,
+        max_retry_wait_secs,
     } = config.provider.unwrap();
     assert!(kind.is_some() && base_url.is_some() && model.is_some() && api_key.is_some());
     let transport = agentd::providers::http::Transport::new("openai").unwrap();
@@ -59,6 +61,12 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
     assert_eq!(idle_timeout_secs, Some(transport.idle_timeout.as_secs()));
     assert_eq!(context_window, Some(agentd::agent::DEFAULT_WINDOW));
     assert_eq!(max_response_bytes, Some(transport.max_response_bytes));
+    assert_eq!(
+        max_retry_wait_secs,
+        Some(transport.retry.max_delay.as_secs())
+    );
+    // No single default (it is per model): named, commented out.
+    assert!(max_output_tokens.is_none() && text.contains("\n# max_output_tokens = "));
 
     let SandboxSection {
         read_paths,

@@ -111,7 +111,8 @@ async fn anthropic_stream_joins_input_json_and_results_go_back_as_tool_result_bl
     assert!(sent.header("authorization").is_none() && !sent.raw_body.contains("sk-ant-test"));
     let b = &sent.body;
     assert_eq!(b["system"], "be brief");
-    assert_eq!(b["max_tokens"], 8192);
+    // A model name the limits table does not know: the cap every Claude model takes.
+    assert_eq!(b["max_tokens"], 4096);
     assert_eq!(b["messages"][1]["content"][1]["type"], "tool_use");
     assert_eq!(b["messages"][1]["content"][1]["input"]["path"], "a.rs");
     assert_eq!(b["messages"][2]["role"], "user");
@@ -133,9 +134,11 @@ async fn anthropic_whole_message_and_faults() {
         .unwrap();
     assert_eq!(r.text, "Done.");
     assert_eq!(r.tool_calls[0].arguments, "{\"command\":\"ls\"}");
+    // An error in the stream that is the request's, not the server's load: not retried
+    // (`provider_retries.rs` has the overloaded one, which is).
     let mock = MockLlm::start(vec![Reply::events(vec![
         anthropic::start(1),
-        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        json!({"type": "error", "error": {"type": "invalid_request_error", "message": "Bad"}}),
     ])])
     .await;
     let err = anthropic_client(&mock, true)
@@ -146,7 +149,7 @@ async fn anthropic_whole_message_and_faults() {
         err.error,
         ProviderError::InStream {
             provider: "anthropic",
-            message: "Overloaded".into()
+            message: "Bad".into()
         }
     );
     let mock = MockLlm::start(vec![

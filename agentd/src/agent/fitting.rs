@@ -18,6 +18,9 @@ pub enum CompactError {
     /// The summary call failed; the history is as it was.
     #[error("the summary call failed, and the history is as it was: {0}")]
     Failed(#[source] CallFailed),
+    /// The summary came back empty or cut off; the history is as it was.
+    #[error("{0}, so it was refused and the history was kept as it was")]
+    Refused(#[source] compact::SummaryRefused),
     /// Interrupted while the summary was being written; the history is as it was.
     #[error("the compaction was interrupted; the history is as it was")]
     Interrupted,
@@ -54,9 +57,9 @@ impl Agent {
             return Ok(());
         };
         let summary = self.summarise_before(cut, usage);
-        let done = summary.await.map_err(|e| {
-            format!("the history needed compacting and the summary call failed: {e}")
-        })?;
+        let done = summary
+            .await
+            .map_err(|e| format!("the history needed compacting, but {e}"))?;
         self.apply_summary(cut, before, done);
         Ok(())
     }
@@ -72,7 +75,7 @@ impl Agent {
         let mut usage = TokenUsage::default();
         let interrupt = self.interrupt.clone();
         let response = tokio::select! {
-            r = self.summarise_before(cut, &mut usage) => r.map_err(CompactError::Failed)?,
+            r = self.summarise_before(cut, &mut usage) => r?,
             () = interrupt.triggered() => {
                 interrupt.reset();
                 return Err(CompactError::Interrupted);
@@ -82,16 +85,27 @@ impl Agent {
     }
 
     /// The summary of the messages before `cut` (without the system prompt): one model call.
+    /// An empty or cut summary is refused (`compact::summary_of`), and logged with its reason.
     async fn summarise_before(
         &self,
         cut: usize,
         usage: &mut TokenUsage,
-    ) -> Result<String, CallFailed> {
+    ) -> Result<String, CompactError> {
         let older = &self.messages[fit::after_system(&self.messages)..cut];
         let request = compact::summary_request(&self.model, older);
-        let response = self.provider.complete(&request, &mut |_: &str| {}).await?;
+        let response = self
+            .provider
+            .complete(&request, &mut |_: &str| {})
+            .await
+            .map_err(CompactError::Failed)?;
         usage.add(response.usage);
-        Ok(response.text)
+        match compact::summary_of(&response) {
+            Ok(summary) => Ok(summary.to_owned()),
+            Err(refused) => {
+                tracing::warn!(%refused, "compaction: the summary was refused; the history is kept");
+                Err(CompactError::Refused(refused))
+            }
+        }
     }
 
     /// Replaces the messages before `cut` by `summary`, and emits the `context_compacted` that

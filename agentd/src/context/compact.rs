@@ -1,7 +1,9 @@
 //! Compaction: one model call summarises the older history, the newest tail is kept word for
-//! word, and the cut is at a safe boundary ([`super::history::safe_cut`]).
+//! word, and the cut is at a safe boundary ([`super::history::safe_cut`]). A summary that came
+//! back empty, or was cut off by the output limit, is refused ([`summary_of`]): it would replace
+//! the history with nothing, or with half a record.
 
-use crate::providers::model::{Message, ModelRequest, Role};
+use crate::providers::model::{Message, ModelRequest, ModelResponse, Role};
 use std::fmt::Write as _;
 
 /// Longest piece of one message put into the summary request (head and tail kept).
@@ -18,6 +20,48 @@ claim progress that is not in it. Be concise.";
 /// The heading of the summary in the new history.
 pub const SUMMARY_HEADING: &str =
     "[Summary of the earlier part of this session, written when it was compacted]";
+
+/// The output cap of the summary request, tokens. A summary is one to two thousand tokens; the
+/// rest is room for models that think before they answer and count the thinking against the
+/// cap (Gemini 2.5, OpenAI's reasoning models), which with 2048 could spend it all thinking and
+/// answer nothing. The provider holds it to the model's own limit (`providers::limits`).
+pub const SUMMARY_MAX_TOKENS: u32 = 8192;
+
+/// Why a summary the model answered cannot replace the history.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SummaryRefused {
+    /// No text at all: a thinking model spent the whole cap thinking, a refusal, a safety stop.
+    #[error("the summary came back empty (finish reason {})", reason(.finish_reason))]
+    Empty {
+        /// The provider's finish reason.
+        finish_reason: Option<String>,
+    },
+    /// The output limit ended it: what came is half a record.
+    #[error("the summary was cut off by the output limit (finish reason {finish_reason})")]
+    Cut {
+        /// The provider's finish reason.
+        finish_reason: String,
+    },
+}
+
+fn reason(finish_reason: &Option<String>) -> &str {
+    finish_reason.as_deref().unwrap_or("none given")
+}
+
+/// The summary in `response`, unless it is empty or was cut off by the output limit.
+pub fn summary_of(response: &ModelResponse) -> Result<&str, SummaryRefused> {
+    if response.text.trim().is_empty() {
+        return Err(SummaryRefused::Empty {
+            finish_reason: response.finish_reason.clone(),
+        });
+    }
+    if response.hit_output_limit() {
+        return Err(SummaryRefused::Cut {
+            finish_reason: response.finish_reason.clone().unwrap_or_default(),
+        });
+    }
+    Ok(&response.text)
+}
 
 /// The request that asks `model` to summarise `older` (the messages before the cut, without
 /// the system prompt).
@@ -42,7 +86,7 @@ pub fn summary_request(model: &str, older: &[Message]) -> ModelRequest {
             Message::text(Role::User, format!("The transcript:\n\n{transcript}")),
         ],
         tools: vec![],
-        max_tokens: Some(2048),
+        max_tokens: Some(SUMMARY_MAX_TOKENS),
     }
 }
 
@@ -82,4 +126,35 @@ pub fn apply(messages: &[Message], cut: usize, summary: &str) -> Vec<Message> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(text: &str, finish: &str) -> ModelResponse {
+        ModelResponse {
+            text: text.into(),
+            finish_reason: Some(finish.into()),
+            ..ModelResponse::default()
+        }
+    }
+
+    #[test]
+    fn an_empty_or_cut_summary_is_refused() {
+        assert_eq!(summary_of(&answer("Goal: x.", "STOP")), Ok("Goal: x."));
+        assert_eq!(summary_of(&answer("Goal: x.", "end_turn")), Ok("Goal: x."));
+        for (text, finish) in [("", "MAX_TOKENS"), ("  \n", "stop"), ("", "SAFETY")] {
+            let refused = summary_of(&answer(text, finish)).unwrap_err();
+            assert!(matches!(refused, SummaryRefused::Empty { .. }), "{refused}");
+            assert!(refused.to_string().contains(finish), "{refused}");
+        }
+        for finish in ["length", "max_tokens", "MAX_TOKENS"] {
+            let refused = summary_of(&answer("Goal: fix the par", finish)).unwrap_err();
+            assert_eq!(
+                refused.to_string(),
+                format!("the summary was cut off by the output limit (finish reason {finish})")
+            );
+        }
+    }
 }

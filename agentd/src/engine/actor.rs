@@ -268,7 +268,7 @@ fn compact_error(shared: &Shared, e: CompactError) -> OpError {
     match e {
         CompactError::Nothing(_) => OpError::Refused(e.to_string()),
         CompactError::Interrupted => OpError::Interrupted(e.to_string()),
-        CompactError::Failed(_) => {
+        CompactError::Failed(_) | CompactError::Refused(_) => {
             tracing::warn!("session {}: {e}", shared.journal.session());
             OpError::Failed(e.to_string())
         }

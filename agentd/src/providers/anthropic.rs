@@ -7,8 +7,15 @@
 //! goes back with `input: {}`, since the API wants an object there. `thinking` and
 //! `redacted_thinking` blocks are kept with the message ([`Opaque::AnthropicBlock`]) and sent back
 //! unchanged, in their place, as the API requires when thinking is on.
+//!
+//! `max_tokens` is required, and refused over the model's own limit: it comes from
+//! [`super::limits`] (the request's own cap, `[provider] max_output_tokens`, the model's limit,
+//! or a default every Claude model takes). An `error` event inside the stream whose type is the
+//! server's load or failure (`overloaded_error`, the 529 of a stream; `api_error`, its 500) is
+//! retried as that status is (<https://docs.anthropic.com/en/docs/build-with-claude/streaming#error-events>).
 
 use super::http::{Call, Client, PART_OVERHEAD, StreamReader, Wire, arguments_text, event_json};
+use super::limits;
 use super::model::{Message, ModelRequest, ModelResponse, Opaque, Role, arguments_object};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
@@ -20,8 +27,15 @@ use std::collections::BTreeMap;
 const PROVIDER: &str = "anthropic";
 /// The API version this adapter speaks.
 pub const API_VERSION: &str = "2023-06-01";
-/// Anthropic requires a cap on output tokens; this one when the request has none.
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// The error types of an in-stream `error` event that are the server's load or failure, not
+/// the request's: the statuses they stand for (529, 500, 429, 504) are retried
+/// (<https://docs.anthropic.com/en/api/errors>).
+const TRANSIENT_ERRORS: &[&str] = &[
+    "overloaded_error",
+    "api_error",
+    "rate_limit_error",
+    "timeout_error",
+];
 
 /// The Anthropic Messages wire format.
 #[derive(Debug, Clone, Copy)]
@@ -41,7 +55,7 @@ impl Client<Anthropic> {
         req: &ModelRequest,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, CallFailed> {
-        let body = request_body(req, self.stream);
+        let body = request_body_capped(req, self.stream, self.max_output_tokens);
         let root = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
         let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
         headers.extend(self.api_key.iter().map(|k| ("x-api-key", k.clone())));
@@ -60,8 +74,13 @@ impl Client<Anthropic> {
 
 /// The Messages request body. System messages become the top-level `system`; consecutive
 /// messages of one role are merged, since the API wants user and assistant to alternate; tool
-/// results become `tool_result` blocks of a user message.
+/// results become `tool_result` blocks of a user message. No configured output cap.
 pub fn request_body(req: &ModelRequest, stream: bool) -> Value {
+    request_body_capped(req, stream, None)
+}
+
+/// [`request_body`] with `configured`, `[provider] max_output_tokens`.
+pub fn request_body_capped(req: &ModelRequest, stream: bool, configured: Option<u32>) -> Value {
     let system: Vec<&str> = req
         .messages
         .iter()
@@ -85,7 +104,7 @@ pub fn request_body(req: &ModelRequest, stream: bool) -> Value {
         .collect();
     let mut body = json!({
         "model": req.model,
-        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "max_tokens": limits::anthropic_cap(req.max_tokens, configured, &req.model),
         "messages": messages,
         "stream": stream,
     });
@@ -313,6 +332,26 @@ impl MessageStream {
     }
 }
 
+/// An in-stream `error` event: transient ones (see [`TRANSIENT_ERRORS`]) are retried.
+fn stream_error(v: &Value) -> ProviderError {
+    let message = v
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown error")
+        .to_owned();
+    match v.pointer("/error/type").and_then(Value::as_str) {
+        Some(kind) if TRANSIENT_ERRORS.contains(&kind) => ProviderError::InStreamTransient {
+            provider: PROVIDER,
+            kind: kind.to_owned(),
+            message,
+        },
+        _ => ProviderError::InStream {
+            provider: PROVIDER,
+            message,
+        },
+    }
+}
+
 impl StreamReader for MessageStream {
     fn feed(
         &mut self,
@@ -348,17 +387,7 @@ impl StreamReader for MessageStream {
                 }
             }
             "message_stop" => return Ok(true),
-            "error" => {
-                let message = v
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown error")
-                    .to_owned();
-                return Err(ProviderError::InStream {
-                    provider: PROVIDER,
-                    message,
-                });
-            }
+            "error" => return Err(stream_error(&v)),
             // `content_block_stop`, `ping`, and event types added later. A tool's input is not
             // parsed here: input that is not JSON is the call's problem, answered by dispatch.
             _ => {}

@@ -58,7 +58,7 @@ impl Client<Gemini> {
                 tries: 0,
             });
         }
-        let body = request_body(req);
+        let body = request_body_capped(req, self.max_output_tokens);
         let url = if self.stream {
             format!(
                 "{}/models/{}:streamGenerateContent?alt=sse",
@@ -85,8 +85,14 @@ impl Client<Gemini> {
 }
 
 /// The request body: `contents` with `user` / `model` roles, `systemInstruction`, and
-/// `functionDeclarations`.
+/// `functionDeclarations`. No configured output cap.
 pub fn request_body(req: &ModelRequest) -> Value {
+    request_body_capped(req, None)
+}
+
+/// [`request_body`] with `configured`, `[provider] max_output_tokens`: `maxOutputTokens` is sent
+/// when the request or the config sets a cap (see [`super::limits::request_cap`]).
+pub fn request_body_capped(req: &ModelRequest, configured: Option<u32>) -> Value {
     let mut contents: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in req.messages.iter().filter(|m| m.role != Role::System) {
         let (role, parts) = parts_of(m);
@@ -117,7 +123,7 @@ pub fn request_body(req: &ModelRequest) -> Value {
         let decls: Vec<Value> = req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters})).collect();
         body["tools"] = json!([{ "functionDeclarations": decls }]);
     }
-    if let Some(max) = req.max_tokens {
+    if let Some(max) = super::limits::request_cap(req.max_tokens, configured, &req.model) {
         body["generationConfig"] = json!({ "maxOutputTokens": max });
     }
     body

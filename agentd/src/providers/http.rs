@@ -12,7 +12,7 @@
 //! call ends with [`ProviderError::TooLarge`], which is not retried.
 
 use super::model::ModelResponse;
-use super::retry::{RetryPolicy, jitter, server_delay};
+use super::retry::{RetryPolicy, body_delay, jitter, server_delay, should_retry};
 use super::sse::{Decoder, Event, SseError};
 use super::{CallFailed, ProviderError};
 use serde_json::Value;
@@ -92,6 +92,9 @@ pub struct Client<W> {
     pub(crate) api_key: Option<String>,
     /// Whether to stream.
     pub stream: bool,
+    /// `[provider] max_output_tokens`: the cap on every answer, in each API's own field (see
+    /// [`super::limits`] for what is sent without it).
+    pub max_output_tokens: Option<u32>,
     wire: std::marker::PhantomData<W>,
 }
 
@@ -103,6 +106,7 @@ impl<W: Wire> Client<W> {
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key: api_key.filter(|k| !k.is_empty()),
             stream: true,
+            max_output_tokens: None,
             wire: std::marker::PhantomData,
         })
     }
@@ -178,6 +182,17 @@ impl Transport {
             match self.try_once(call, on_text).await {
                 Ok(response) => return Ok(response),
                 Err(error) if error.is_retryable() && tries < self.retry.max_tries => {
+                    // A wait past the maximum is not shortened (the server would refuse again)
+                    // nor held for: the call ends, saying so.
+                    let max = self.retry.max_delay;
+                    if let Some(asked) = error.server_delay().filter(|d| *d > max) {
+                        let error = ProviderError::WaitTooLong {
+                            cause: Box::new(error),
+                            asked,
+                            max,
+                        };
+                        return Err(CallFailed { error, tries });
+                    }
                     tries += 1;
                     let wait = self.retry.delay(tries, error.server_delay(), jitter());
                     tracing::warn!(%error, ?wait, tries, "model call failed; retrying");
@@ -231,8 +246,9 @@ impl Transport {
         }
     }
 
-    /// An error status, with the wait the server asked for and the message from the start of
-    /// its body (read only so far: an error body can be endless too).
+    /// An error status, with the wait the server asked for (in a header, else in the body),
+    /// whether it said to retry, and the message from the start of its body (read only so far:
+    /// an error body can be endless too).
     async fn status_error(&self, mut response: reqwest::Response) -> ProviderError {
         let status = response.status().as_u16();
         let header = |name: &str| {
@@ -247,15 +263,18 @@ impl Transport {
             header("retry-after").as_deref(),
             SystemTime::now(),
         );
+        let should_retry = header("x-should-retry").as_deref().and_then(should_retry);
         let body = match self.read_body(&mut response, ERROR_BODY_BYTES).await {
             Ok((body, _)) => body,
             Err(_) => Vec::new(),
         };
+        let body = String::from_utf8_lossy(&body);
         ProviderError::Status {
             provider: self.provider,
             status,
-            message: error_message(&String::from_utf8_lossy(&body)),
-            retry_after,
+            message: error_message(&body),
+            retry_after: retry_after.or_else(|| body_delay(&body)),
+            should_retry,
         }
     }
 

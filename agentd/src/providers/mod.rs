@@ -4,11 +4,13 @@
 //! Adapters: OpenAI-compatible chat completions ([`openai`]: OpenAI, OpenRouter, vLLM, Ollama,
 //! llama.cpp), Anthropic Messages ([`anthropic`]) and Gemini ([`gemini`]). What they share —
 //! sending, retrying, error statuses, the SSE loop with its idle timeout, the bound on a
-//! response's size — is [`http`].
+//! response's size — is [`http`]. Each model's output limit, and the cap a request carries, is
+//! [`limits`].
 
 pub mod anthropic;
 pub mod gemini;
 pub mod http;
+pub mod limits;
 pub mod model;
 pub mod openai;
 pub mod retry;
@@ -59,11 +61,21 @@ impl Provider {
         }
     }
 
-    /// Applies the config file's `[provider]` transport keys (`max_tries`, `idle_timeout_secs`,
-    /// `max_response_bytes`); keys not set keep their defaults.
+    /// Applies the config file's `[provider]` keys for the client (`max_tries`,
+    /// `idle_timeout_secs`, `max_response_bytes`, `max_retry_wait_secs`, `max_output_tokens`);
+    /// keys not set keep their defaults.
     pub fn configure(&mut self, section: Option<&crate::config::ProviderSection>) {
         let Some(section) = section else { return };
+        let cap = section.max_output_tokens.map(|n| n.get());
+        match self {
+            Provider::OpenAi(c) => c.max_output_tokens = cap,
+            Provider::Anthropic(c) => c.max_output_tokens = cap,
+            Provider::Gemini(c) => c.max_output_tokens = cap,
+        }
         let transport = self.transport_mut();
+        if let Some(secs) = section.max_retry_wait_secs {
+            transport.retry.max_delay = Duration::from_secs(secs);
+        }
         if let Some(tries) = section.max_tries {
             transport.retry.max_tries = tries.max(1);
         }
@@ -97,8 +109,12 @@ pub enum ProviderError {
         status: u16,
         /// The server's error message, or the start of its body.
         message: String,
-        /// The wait the server asked for.
+        /// The wait the server asked for: `retry-after-ms`, `Retry-After`, or a
+        /// `google.rpc.RetryInfo` in the body.
         retry_after: Option<Duration>,
+        /// The server's `x-should-retry`, which overrides the status either way, as the
+        /// Anthropic and OpenAI SDKs obey it.
+        should_retry: Option<bool>,
     },
     /// No connection, or it broke before a response.
     #[error("{provider}: cannot reach {url}: {message}")]
@@ -167,14 +183,46 @@ pub enum ProviderError {
         /// The server's message.
         message: String,
     },
+    /// The server reported, inside a successful stream, a failure that outside one is a
+    /// retried status (Anthropic `overloaded_error` is its 529, `api_error` its 500): retried
+    /// the same way.
+    #[error("{provider}: {kind} in the response stream: {message}")]
+    InStreamTransient {
+        /// Which provider.
+        provider: &'static str,
+        /// The error's type, as the server named it.
+        kind: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The server asked to wait longer before the next try than a retry may wait
+    /// ([`retry::RetryPolicy::max_delay`]): the call is given up rather than held for it.
+    #[error(
+        "{cause}; the server asked to wait {}s before retrying, longer than the {}s a retry may wait, so the call was given up ([provider] max_retry_wait_secs sets that maximum)",
+        asked.as_secs_f64(), max.as_secs()
+    )]
+    WaitTooLong {
+        /// What the server answered.
+        cause: Box<ProviderError>,
+        /// The wait it asked for.
+        asked: Duration,
+        /// The most a retry waits.
+        max: Duration,
+    },
 }
 
 impl ProviderError {
     /// Whether another try may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
-            ProviderError::Status { status, .. } => retry::is_retryable_status(*status),
-            ProviderError::Connect { .. } | ProviderError::Timeout { .. } => true,
+            ProviderError::Status {
+                status,
+                should_retry,
+                ..
+            } => should_retry.unwrap_or_else(|| retry::is_retryable_status(*status)),
+            ProviderError::Connect { .. }
+            | ProviderError::Timeout { .. }
+            | ProviderError::InStreamTransient { .. } => true,
             _ => false,
         }
     }

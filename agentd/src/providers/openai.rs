@@ -4,10 +4,19 @@
 //! and name only in a call's first fragment, arguments split anywhere (empty means `{}`),
 //! `finish_reason: "stop"` although tool calls arrived, comment and keep-alive lines, an error
 //! object inside a 200 stream, `[DONE]`, and a final usage-only chunk.
+//!
+//! What is sent follows what the API takes: the output cap goes as `max_completion_tokens` to
+//! the reasoning families (GPT-5, o1, o3, o4), which answer 400 to `max_tokens`, and as
+//! `max_tokens` to every other model, the field OpenAI-compatible servers (vLLM, Ollama,
+//! llama.cpp) read; an answer with neither text nor calls (a refusal, a `content_filter` stop,
+//! a reasoning model that spent its budget thinking) is left out of the history sent, since an
+//! assistant message's `content` is required unless it has `tool_calls`
+//! (<https://platform.openai.com/docs/api-reference/chat/create#chat-create-messages>).
 
 use super::http::{
     Call, Client, PART_OVERHEAD, StreamReader, Wire, arguments_text as arguments, event_json,
 };
+use super::limits;
 use super::model::{Message, ModelRequest, ModelResponse, Role};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
@@ -36,7 +45,7 @@ impl Client<OpenAi> {
         req: &ModelRequest,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, CallFailed> {
-        let body = request_body(req, self.stream);
+        let body = request_body_capped(req, self.stream, self.max_output_tokens);
         let call = Call {
             url: format!("{}/chat/completions", self.base_url),
             headers: self
@@ -61,9 +70,19 @@ fn malformed(message: String) -> ProviderError {
     }
 }
 
-/// The chat-completions request body.
+/// The chat-completions request body, with no configured output cap.
 pub fn request_body(req: &ModelRequest, stream: bool) -> Value {
-    let messages: Vec<Value> = req.messages.iter().map(message_json).collect();
+    request_body_capped(req, stream, None)
+}
+
+/// The chat-completions request body; `configured` is `[provider] max_output_tokens`.
+pub fn request_body_capped(req: &ModelRequest, stream: bool, configured: Option<u32>) -> Value {
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .filter(|m| !is_empty_answer(m))
+        .map(message_json)
+        .collect();
     let mut body = json!({ "model": req.model, "messages": messages, "stream": stream });
     if !req.tools.is_empty() {
         body["tools"] = req
@@ -75,10 +94,25 @@ pub fn request_body(req: &ModelRequest, stream: bool) -> Value {
     if stream {
         body["stream_options"] = json!({ "include_usage": true });
     }
-    if let Some(max) = req.max_tokens {
-        body["max_tokens"] = json!(max);
+    if let Some(max) = limits::request_cap(req.max_tokens, configured, &req.model) {
+        body[cap_field(&req.model)] = json!(max);
     }
     body
+}
+
+/// The field the output cap goes in for `model`.
+fn cap_field(model: &str) -> &'static str {
+    if limits::is_openai_reasoning(model) {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    }
+}
+
+/// An answer with neither text nor calls, which the API refuses as a message (`content: null`
+/// without `tool_calls` is a 400).
+fn is_empty_answer(m: &Message) -> bool {
+    m.role == Role::Assistant && m.content.is_empty() && m.tool_calls.is_empty()
 }
 
 fn message_json(m: &Message) -> Value {

@@ -2,7 +2,11 @@
 //!
 //! Pure: the policy computes delays; the caller sleeps. Connection errors, timeouts and HTTP 408,
 //! 409, 429, 5xx and 529 are retried with exponential backoff and jitter; a server's
-//! `retry-after-ms` or `Retry-After` (seconds or an HTTP date) is honoured, up to a ceiling.
+//! `retry-after-ms` or `Retry-After` (seconds or an HTTP date), or a wait in the error body
+//! (Gemini's `google.rpc.RetryInfo`), is honoured — a wait past [`RetryPolicy::max_delay`] ends
+//! the call instead (the transport says so); `x-should-retry: true|false` overrides the status
+//! either way, as the Anthropic and OpenAI SDKs do (`_should_retry` in anthropic-sdk-python's
+//! `_base_client.py`: "If the server explicitly says whether or not to retry, obey.").
 
 use std::time::{Duration, SystemTime};
 
@@ -50,6 +54,38 @@ pub fn server_delay(
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The server's `x-should-retry` header: `true` or `false`; anything else says nothing.
+pub fn should_retry(value: &str) -> Option<bool> {
+    match value.trim() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// The wait an error body asks for: a `google.rpc.RetryInfo` among `error.details`, its
+/// `retryDelay` a protobuf `Duration` in JSON (`"31s"`, `"0.5s"`), as Gemini sends it on a 429
+/// (<https://ai.google.dev/gemini-api/docs/troubleshooting>; googleapis'
+/// `google/rpc/error_details.proto`).
+pub fn body_delay(body: &str) -> Option<Duration> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    v.pointer("/error/details")?
+        .as_array()?
+        .iter()
+        .filter(|d| {
+            d.get("@type")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|t| t.ends_with("/google.rpc.RetryInfo"))
+        })
+        .find_map(|d| d.get("retryDelay")?.as_str().and_then(protobuf_duration))
+}
+
+/// A protobuf `Duration` in its JSON form: decimal seconds with an `s` suffix.
+fn protobuf_duration(text: &str) -> Option<Duration> {
+    let secs: f64 = text.trim().strip_suffix('s')?.parse().ok()?;
+    (secs.is_finite() && (0.0..=1e9).contains(&secs)).then(|| Duration::from_secs_f64(secs))
 }
 
 impl RetryPolicy {
@@ -137,5 +173,23 @@ mod tests {
             p.delay(2, Some(Duration::from_secs(3600)), 0.5),
             p.max_delay
         );
+    }
+
+    #[test]
+    fn waits_in_the_body_and_should_retry_are_read() {
+        let gemini = r#"{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "31s"}]}}"#;
+        assert_eq!(body_delay(gemini), Some(Duration::from_secs(31)));
+        let half = gemini.replace("31s", "0.5s");
+        assert_eq!(body_delay(&half), Some(Duration::from_millis(500)));
+        for bad in ["-3s", "31", "soon", "1e20s", "NaNs"] {
+            assert_eq!(body_delay(&gemini.replace("31s", bad)), None, "{bad}");
+        }
+        assert_eq!(body_delay(r#"{"error": {"message": "x"}}"#), None);
+        assert_eq!(body_delay("<html>"), None);
+        assert_eq!(should_retry("true"), Some(true));
+        assert_eq!(should_retry(" false "), Some(false));
+        assert_eq!(should_retry("maybe"), None);
     }
 }

@@ -2,7 +2,10 @@
 //! it, and refused with a 400 in that provider's own error shape and words — call/result pairing
 //! and order, Anthropic's `tool_use`/`tool_result` adjacency and object inputs, Gemini's turn order
 //! and schema subset, and that what the provider signed (Gemini `thoughtSignature`s, Anthropic
-//! thinking blocks) comes back unchanged. The messages are the real APIs' (with indices).
+//! thinking blocks) comes back unchanged; the parameters and message shapes refused by model
+//! name or shape are in [`params`]. The messages are the real APIs' (with indices).
+
+mod params;
 
 use super::Reply;
 use serde_json::{Value, json};
@@ -41,8 +44,10 @@ fn format_of(path: &str) -> Option<Format> {
 /// Checks a request as the real API would; `Err` is the 400 it would answer.
 pub(super) fn check(path: &str, body: &Value, issued: &Issued) -> Result<(), Reply> {
     match format_of(path) {
-        Some(Format::OpenAi) => check_openai(body),
-        Some(Format::Anthropic) => check_anthropic(body, issued),
+        Some(Format::OpenAi) => params::check_openai(body).and_then(|()| check_openai(body)),
+        Some(Format::Anthropic) => {
+            params::check_anthropic(body).and_then(|()| check_anthropic(body, issued))
+        }
         Some(Format::Gemini) => check_gemini(body, issued),
         None => Ok(()),
     }
