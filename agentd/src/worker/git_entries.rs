@@ -100,8 +100,9 @@ struct Seen {
 pub type Planted = Vec<(PathBuf, String)>;
 
 impl GitEntries {
-    /// The git directories (and their linked worktrees') as they are now.
-    pub fn of(git_dirs: &[PathBuf]) -> GitEntries {
+    /// The git directories (and their linked worktrees') as they are now; `git_dirs` pairs
+    /// each repository's top with its git directory.
+    pub fn of(git_dirs: &[(PathBuf, PathBuf)]) -> GitEntries {
         GitEntries {
             dirs: all_dirs(git_dirs)
                 .into_iter()
@@ -115,7 +116,7 @@ impl GitEntries {
 
     /// What a call added to them since, that runs or could run something; then takes the
     /// directories as they are now (less what the caller moves away) as the new baseline.
-    pub fn planted(&mut self, git_dirs: &[PathBuf]) -> Planted {
+    pub fn planted(&mut self, git_dirs: &[(PathBuf, PathBuf)]) -> Planted {
         let mut out = Vec::new();
         let mut now = BTreeMap::new();
         for dir in all_dirs(git_dirs) {
@@ -153,9 +154,9 @@ impl GitEntries {
 }
 
 /// Each git directory and each of its linked worktrees' (`worktrees/*`).
-fn all_dirs(git_dirs: &[PathBuf]) -> Vec<PathBuf> {
+fn all_dirs(git_dirs: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for dir in git_dirs {
+    for (_, dir) in git_dirs {
         out.push(dir.clone());
         if let Ok(entries) = std::fs::read_dir(dir.join("worktrees"))
             && std::fs::symlink_metadata(dir.join("worktrees")).is_ok_and(|m| m.is_dir())
@@ -220,7 +221,7 @@ mod tests {
         let git = base.join(".git");
         std::fs::create_dir_all(git.join("refs")).unwrap();
         std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
-        let dirs = vec![git.clone()];
+        let dirs = vec![(base.clone(), git.clone())];
         let mut entries = GitEntries::of(&dirs);
         assert!(entries.planted(&dirs).is_empty());
         // What git writes during a merge or a plain rebase.

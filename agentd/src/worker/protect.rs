@@ -81,7 +81,7 @@ impl Baseline {
             state: Mutex::new(Known {
                 openness: super::loosened::Snapshot::of(writable_roots(&spec), &names),
                 paths: names.into_iter().collect(),
-                shown: super::review::Shown::of(&listed, &writable_roots(&spec)),
+                shown: super::review::Shown::of(&git_dirs(&listed, &spec)),
                 entries: super::git_entries::GitEntries::of(&git_dirs(&listed, &spec)),
                 repositories,
                 walk,
@@ -149,7 +149,8 @@ impl Baseline {
             tracing::warn!("{note}");
             notes.push(note);
         }
-        for (path, why) in known.entries.planted(&git_dirs(&repositories, &spec)) {
+        let dirs = git_dirs(&repositories, &spec);
+        for (path, why) in known.entries.planted(&dirs) {
             let Some((root, rel)) = writable_roots(&spec)
                 .into_iter()
                 .filter_map(|r| Some((r, path.strip_prefix(r).ok()?.to_path_buf())))
@@ -172,8 +173,7 @@ impl Baseline {
             tracing::warn!("{note}");
             notes.push(note);
         }
-        let shown = super::review::Shown::of(&repositories, &writable_roots(&spec));
-        notes.extend(known.shown.compare(shown));
+        notes.extend(known.shown.compare(super::review::Shown::of(&dirs)));
         known.repositories.extend(repositories);
         for note in known.openness.close_again(writable_roots(&spec), &names) {
             tracing::warn!("{note}");
@@ -183,12 +183,12 @@ impl Baseline {
     }
 }
 
-/// The git directories of `repositories` in `spec`'s writable roots.
-fn git_dirs(repositories: &[PathBuf], spec: &SandboxSpec) -> Vec<PathBuf> {
+/// Each of `repositories` with its git directory, in `spec`'s writable roots.
+fn git_dirs(repositories: &[PathBuf], spec: &SandboxSpec) -> Vec<(PathBuf, PathBuf)> {
     let roots = writable_roots(spec);
     repositories
         .iter()
-        .filter_map(|r| super::review::git_dir(r, &roots))
+        .filter_map(|r| Some((r.clone(), super::review::git_dir(r, &roots)?)))
         .collect()
 }
 

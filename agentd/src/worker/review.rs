@@ -43,13 +43,13 @@ struct Seen {
 }
 
 impl Shown {
-    /// What the repositories (tops: a directory holding `.git`, or a bare git directory) show
-    /// now; `roots` are the writable roots a `.git` file may lead into.
-    pub fn of(repos: &[PathBuf], roots: &[&PathBuf]) -> Shown {
+    /// What the repositories show now, each given as its top (a directory holding `.git`, or a
+    /// bare git directory) and its git directory ([`git_dir`]).
+    pub fn of(repos: &[(PathBuf, PathBuf)]) -> Shown {
         Shown {
             repos: repos
                 .iter()
-                .filter_map(|r| Some((r.clone(), seen(&git_dir(r, roots)?))))
+                .map(|(repo, git_dir)| (repo.clone(), seen(git_dir)))
                 .collect(),
         }
     }
@@ -180,10 +180,9 @@ mod tests {
         git(&ws, &["commit", "-qm", "one"]);
         std::fs::write(ws.join("Makefile"), "y").unwrap();
         git(&ws, &["commit", "-qam", "two"]);
-        let root = ws.clone();
-        let repos = vec![ws.clone()];
-        let mut shown = Shown::of(&repos, &[&root]);
-        assert!(shown.compare(Shown::of(&repos, &[&root])).is_empty());
+        let repos = vec![(ws.clone(), ws.join(".git"))];
+        let mut shown = Shown::of(&repos);
+        assert!(shown.compare(Shown::of(&repos)).is_empty());
         git(&ws, &["update-index", "--skip-worktree", "Makefile"]);
         let (one, two) = (
             git(&ws, &["rev-parse", "HEAD~1"]),
@@ -191,7 +190,7 @@ mod tests {
         );
         git(&ws, &["replace", &two, &one]);
         std::fs::write(ws.join(".git/shallow"), format!("{one}\n")).unwrap();
-        let notes = shown.compare(Shown::of(&repos, &[&root]));
+        let notes = shown.compare(Shown::of(&repos));
         assert_eq!(notes.len(), 3, "{notes:?}");
         assert!(notes[0].contains("Makefile") && notes[0].contains("skip-worktree"));
         assert!(
@@ -200,11 +199,11 @@ mod tests {
         );
         assert!(notes[2].contains("shallow"));
         // Told once; packed replace refs are seen too.
-        assert!(shown.compare(Shown::of(&repos, &[&root])).is_empty());
+        assert!(shown.compare(Shown::of(&repos)).is_empty());
         git(&ws, &["replace", "-d", &two]);
         git(&ws, &["replace", &one, &two]);
         git(&ws, &["pack-refs", "--all"]);
-        let notes = shown.compare(Shown::of(&repos, &[&root]));
+        let notes = shown.compare(Shown::of(&repos));
         assert!(
             notes
                 .iter()
