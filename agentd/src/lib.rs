@@ -7,7 +7,8 @@
 //! providers: the internal model, retries, the wire formats) · [`worker`] (spawning
 //! tool-workers, their cgroups and environment) · [`inert`] (model text made harmless for a
 //! terminal) · [`approval_view`] (what an approval prompt shows) · [`workspace_file`] (the
-//! client's reads of files the model may have made).
+//! client's reads of files the model may have made) · [`review`] (what a turn changed, from the
+//! supervisor's own walk of the writable roots, for the user to review).
 
 pub mod agent;
 pub mod approval_view;
@@ -18,6 +19,7 @@ pub mod demo;
 pub mod engine;
 pub mod inert;
 pub mod providers;
+pub mod review;
 pub mod server;
 pub mod settings;
 pub mod store;
