@@ -239,7 +239,7 @@ fn past_a_bound_the_snapshot_says_what_it_left_out() {
             .contains("deeper than 2 levels")
     );
     let all = take(&ws.0);
-    let summary = summarise(&[ws.0.clone()], true, &[few], &[all]);
+    let summary = summarise(std::slice::from_ref(&ws.0), true, &[few], &[all]);
     assert!(
         summary
             .incomplete
@@ -261,7 +261,7 @@ fn changes_to_what_existed_come_first_and_the_list_is_capped_not_the_count() {
         ws.write(&format!("a-new/{i:05}"), "x");
     }
     ws.write("zz-existing.py", "import os\n");
-    let summary = summarise(&[ws.0.clone()], true, &[before], &[take(&ws.0)]);
+    let summary = summarise(std::slice::from_ref(&ws.0), true, &[before], &[take(&ws.0)]);
     // The new files, their directory, and the modified one.
     assert_eq!(summary.total as usize, MAX_CHANGES_LISTED + 5 + 2);
     assert_eq!(summary.paths.len(), MAX_CHANGES_LISTED);
