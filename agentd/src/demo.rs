@@ -296,6 +296,9 @@ fn print_event(event: &Event, out: &Mutex<std::io::Stdout>, styled: bool) {
                 "\n\nturn finished: {:?} ({} tokens in, {} out)",
                 t.reason, t.usage.input_tokens, t.usage.output_tokens
             );
+            for line in t.changes.iter().flat_map(crate::review::show::lines) {
+                let _ = writeln!(out, "{line}");
+            }
         }
         _ => {}
     }

@@ -9,7 +9,8 @@
 //! terminal) · [`approval_view`] (what an approval prompt shows) · [`workspace_file`] (the
 //! client's reads of files the model may have made) · [`random`] (unguessable names) ·
 //! [`workspace_check`] (a workspace that holds what the sandbox hides is refused, for every
-//! front end).
+//! front end) · [`review`] (what a turn changed, from the supervisor's own walk of the writable
+//! roots, for the user to review).
 
 pub mod agent;
 pub mod approval_view;
@@ -21,6 +22,7 @@ pub mod engine;
 pub mod inert;
 pub mod providers;
 pub mod random;
+pub mod review;
 pub mod server;
 pub mod settings;
 pub mod store;

@@ -207,6 +207,70 @@ pub struct TurnFinished {
     pub usage: TokenUsage,
     /// The error or limit, in words, when the reason is not `done`.
     pub message: Option<String>,
+    /// What the turn changed in the session's writable roots, as the supervisor saw them (not
+    /// as git reports them: a call can hide a change from git, not from this). `None` when the
+    /// turn ran no tool that can write, and for a subagent's turn (its parent's covers it).
+    /// Absent in logs written before it existed.
+    #[serde(default)]
+    pub changes: Option<WorkspaceChanges>,
+}
+
+/// Most paths a [`WorkspaceChanges`] lists; `total` counts them all.
+pub const MAX_CHANGES_LISTED: usize = 1000;
+
+/// The paths one turn created, modified, deleted or changed the mode of, from the supervisor's
+/// own walk of the writable roots before the turn's first writing step and at its end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceChanges {
+    /// How many paths changed (more than `paths` holds when past [`MAX_CHANGES_LISTED`]).
+    pub total: u64,
+    /// The changed paths, at most [`MAX_CHANGES_LISTED`]: first those that existed before the
+    /// turn (modified, mode changed, deleted), then those it created, each group by path.
+    pub paths: Vec<ChangedPath>,
+    /// Set when not every file could be checked (a bound was reached, a root could not be
+    /// read): what was left out, in words.
+    #[serde(default)]
+    pub incomplete: Option<String>,
+}
+
+/// One changed path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedPath {
+    /// Relative to the workspace; absolute for another writable root. A name that is not UTF-8
+    /// shows its bad bytes as U+FFFD.
+    pub path: String,
+    /// What happened to it.
+    pub change: PathChange,
+    /// What it is now (what it was, when deleted).
+    pub kind: PathKind,
+}
+
+/// What happened to a path during a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathChange {
+    /// Its contents, identity, type or status changed (for a directory: it was replaced).
+    Modified,
+    /// Only its permission bits changed, as far as its metadata tells.
+    ModeChanged,
+    /// It was there before the turn and is gone.
+    Deleted,
+    /// It was not there before the turn.
+    Created,
+}
+
+/// What kind of file a changed path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// A FIFO, socket or device node.
+    Other,
 }
 
 /// Payload of [`Event::Subagent`].

@@ -185,9 +185,10 @@ fn own_event() -> impl Strategy<Value = Event> {
         (
             any::<u64>(),
             any::<u64>(),
-            proptest::option::of(any::<String>())
+            proptest::option::of(any::<String>()),
+            proptest::option::of((any::<String>(), proptest::option::of(any::<String>())))
         )
-            .prop_map(|(i, o, message)| {
+            .prop_map(|(i, o, message, changed)| {
                 Event::TurnFinished(TurnFinished {
                     reason: FinishReason::TokenBudget,
                     usage: TokenUsage {
@@ -195,6 +196,15 @@ fn own_event() -> impl Strategy<Value = Event> {
                         output_tokens: o,
                     },
                     message,
+                    changes: changed.map(|(path, incomplete)| WorkspaceChanges {
+                        total: 7,
+                        paths: vec![ChangedPath {
+                            path,
+                            change: PathChange::ModeChanged,
+                            kind: PathKind::Symlink,
+                        }],
+                        incomplete,
+                    }),
                 })
             }),
         Just(Event::ApprovalModeChanged(ApprovalModeChanged {

@@ -351,7 +351,12 @@ fn the_interactive_demo_asks_and_always_covers_the_second_run() {
     assert!(screen.contains("ok: 1 test passed"), "{screen}");
     assert!(screen.contains("+ return a + b"), "the diff: {screen}");
     assert!(screen.contains("rm -rf build  [deny]"), "{screen}");
-    pane.wait_for_n(TURN_END, 1);
+    let screen = pane.wait_for_n(TURN_END, 1);
+    // What the turn changed, from the supervisor's walk: the fix, and nothing the sandbox stopped.
+    assert!(
+        screen.contains("changed: 1 file\n  modified add.py"),
+        "{screen}"
+    );
     pane.type_line("/quit");
     assert_eq!(pane.exit_status(), 0);
     let screen = pane.capture(false);

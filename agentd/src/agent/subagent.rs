@@ -310,6 +310,7 @@ impl Drop for Running {
                     reason: FinishReason::Interrupted,
                     usage: TokenUsage::default(),
                     message: Some("the parent's turn was interrupted".into()),
+                    changes: None,
                 })),
             }));
         }
@@ -365,6 +366,7 @@ mod tests {
             message: message.map(str::to_owned),
             final_text: text.into(),
             tool_calls: vec![],
+            changes: None,
         }
     }
 

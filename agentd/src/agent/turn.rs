@@ -54,6 +54,9 @@ pub struct TurnOutcome {
     pub final_text: String,
     /// Every tool call and how it ended.
     pub tool_calls: Vec<(ToolCall, ToolStatus)>,
+    /// What the turn changed in the writable roots, from the supervisor's own walk; `None`
+    /// when it ran no tool that can write, and for a subagent.
+    pub changes: Option<protocol::event::WorkspaceChanges>,
 }
 
 /// One agent session: its conversation and what it needs to go on.
@@ -81,6 +84,9 @@ pub struct Agent {
     pub stop_after_step: super::interrupt::Interrupt,
     /// The workspace's git state, for the reminder.
     pub(super) git: super::git_reminder::GitWatch,
+    /// What each turn changed, for the user's review (the session's own turns; a subagent's
+    /// changes are its parent's turn's).
+    review: Option<crate::review::Watch>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -123,7 +129,10 @@ impl Agent {
             ));
         }
         dispatcher.session.set_skills(skills);
-        let agent = Self::with_system(provider, model, dispatcher, limits, emit, system);
+        let mut agent = Self::with_system(provider, model, dispatcher, limits, emit, system);
+        agent.review = Some(crate::review::Watch::new(
+            agent.dispatcher.workers.sandbox(),
+        ));
         if let Some(subagents) = agent.dispatcher.role.subagents() {
             subagents.set_stop_after_step(agent.stop_after_step.clone());
         }
@@ -155,6 +164,7 @@ impl Agent {
             interrupt: super::interrupt::Interrupt::default(),
             stop_after_step: super::interrupt::Interrupt::default(),
             git: super::git_reminder::GitWatch::new(),
+            review: None,
         }
     }
 
@@ -183,7 +193,7 @@ impl Agent {
         self.messages.first().filter(|m| m.role == Role::System)
     }
 
-    /// Runs one turn for `user_text`.
+    /// Runs one turn for `user_text`; its `turn_finished` event carries what it changed.
     pub async fn run_turn(&mut self, user_text: &str) -> TurnOutcome {
         self.turns += 1;
         let emit = self.emit.clone();
@@ -192,6 +202,21 @@ impl Agent {
         }));
         emit(Event::TurnStarted(TurnStarted { turn: self.turns }));
         self.messages.push(Message::text(Role::User, user_text));
+        let mut out = self.steps().await;
+        if let Some(review) = &mut self.review {
+            out.changes = review.end_of_turn().await;
+        }
+        emit(Event::TurnFinished(TurnFinished {
+            reason: out.reason,
+            usage: out.usage,
+            message: out.message.clone(),
+            changes: out.changes.clone(),
+        }));
+        out
+    }
+
+    /// The steps of a turn, until the model stops asking for tools or a limit ends it.
+    async fn steps(&mut self) -> TurnOutcome {
         let start = Instant::now();
         let deadline = self.limits.timeout.map(|t| start + t);
         let mut out = TurnOutcome {
@@ -200,6 +225,7 @@ impl Agent {
             message: None,
             final_text: String::new(),
             tool_calls: vec![],
+            changes: None,
         };
         for _step in 0..self.limits.max_steps {
             if self.stop_after_step.is_set() {
@@ -226,6 +252,10 @@ impl Agent {
             }
             self.git
                 .step_ran(response.tool_calls.iter().map(|c| c.name.as_str()));
+            if let Some(review) = &mut self.review {
+                let names = response.tool_calls.iter().map(|c| c.name.as_str());
+                review.before_step(names).await;
+            }
             let stopped = self.run_calls(&response, deadline, &mut out).await;
             if stopped {
                 return self.interrupted(out);
@@ -366,6 +396,7 @@ impl Agent {
         self.finish(out, FinishReason::Timeout, Some(message))
     }
 
+    /// The turn's outcome with why it ended; [`Agent::run_turn`] reports it.
     fn finish(
         &self,
         mut out: TurnOutcome,
@@ -373,12 +404,7 @@ impl Agent {
         message: Option<String>,
     ) -> TurnOutcome {
         out.reason = reason;
-        out.message = message.clone();
-        (self.emit)(Event::TurnFinished(TurnFinished {
-            reason,
-            usage: out.usage,
-            message,
-        }));
+        out.message = message;
         out
     }
 }

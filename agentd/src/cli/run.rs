@@ -296,6 +296,7 @@ fn report(outcome: &TurnOutcome, format: &str, session: &SessionId) {
                 "usage": outcome.usage,
                 "session_id": session,
                 "tool_calls": calls,
+                "changes": outcome.changes,
             });
             // The same value, with what serde leaves raw (C1, bidi) escaped too.
             println!("{}", inert::json(&v.to_string()));
@@ -336,6 +337,12 @@ fn describe(event: &Event) {
         {
             eprint!("  [subagent {}] ", inert(s.call_id.as_str()));
             describe(&s.event);
+        }
+        // What the turn changed, from the supervisor's own walk (each path made inert).
+        Event::TurnFinished(t) => {
+            for line in t.changes.iter().flat_map(crate::review::show::lines) {
+                eprintln!("{line}");
+            }
         }
         _ => {}
     }

@@ -37,6 +37,7 @@ fn finished(reason: FinishReason) -> Event {
         reason,
         usage: TokenUsage::default(),
         message: None,
+        changes: None,
     })
 }
 

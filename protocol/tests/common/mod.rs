@@ -134,6 +134,22 @@ pub fn events() -> Vec<Event> {
                 output_tokens: 80,
             },
             message: None,
+            changes: Some(WorkspaceChanges {
+                total: 2,
+                paths: vec![
+                    ChangedPath {
+                        path: "conftest.py".into(),
+                        change: PathChange::Modified,
+                        kind: PathKind::File,
+                    },
+                    ChangedPath {
+                        path: "build/out.o".into(),
+                        change: PathChange::Created,
+                        kind: PathKind::File,
+                    },
+                ],
+                incomplete: None,
+            }),
         }),
         Event::Subagent(SubagentEvent {
             call_id: call().id,

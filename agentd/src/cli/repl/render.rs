@@ -311,6 +311,14 @@ impl Renderer {
     fn turn_finished(&mut self, t: &TurnFinished) {
         self.live.clear();
         self.streamed = false;
+        // What the turn changed, from the supervisor's own walk: what git says can be hidden.
+        if let Some(changes) = &t.changes {
+            for (i, line) in crate::review::show::lines(changes).iter().enumerate() {
+                let tone = if i == 0 { Tone::Bold } else { Tone::Dim };
+                let painted = self.palette.paint(tone, line);
+                self.line(&painted);
+            }
+        }
         let usage = format!(
             "({} tokens in, {} out)",
             t.usage.input_tokens, t.usage.output_tokens
