@@ -91,6 +91,16 @@ fn hiding_script() -> Vec<Reply> {
     vec![bash(&command), answer("Tidied up.")]
 }
 
+/// [`hiding_script`], and a file hidden by a `.gitignore` that hides itself too.
+fn hiding_and_ignoring_script() -> Vec<Reply> {
+    let mut script = hiding_script();
+    script.insert(
+        1,
+        bash("mkdir -p tests && echo 'import os' > tests/conftest.py && printf '*\\n' > tests/.gitignore"),
+    );
+    script
+}
+
 /// The paths the summary lists, with their change.
 fn listed(changes: &Value) -> Vec<(String, String)> {
     changes["paths"]
@@ -110,7 +120,7 @@ both!(
     files_hidden_from_git_still_show_in_the_turns_summary,
     |who: As| {
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let mock = rt.block_on(MockLlm::start(hiding_script()));
+        let mock = rt.block_on(MockLlm::start(hiding_and_ignoring_script()));
         let ws = fixture(who);
         let state = Dir::new("state", who);
         let run = agent_run(who, &mock, &ws, &state, "json");
@@ -129,6 +139,13 @@ both!(
             assert!(
                 paths.contains(&(file.to_owned(), "modified".to_owned())),
                 "{file} is not listed as modified: {paths:?}"
+            );
+        }
+        // Files a new `.gitignore` hides, itself included (the fourth review's finding).
+        for file in ["tests/conftest.py", "tests/.gitignore"] {
+            assert!(
+                paths.iter().any(|(p, c)| p == file && c == "created"),
+                "{file} is not listed as created: {paths:?}"
             );
         }
         assert_eq!(v["changes"]["total"], paths.len() as u64);

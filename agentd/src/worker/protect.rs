@@ -54,8 +54,8 @@ struct Known {
     walk: super::repos::RepoWalk,
     /// What the last walk found: the repositories each call's spec carries.
     found: Vec<PathBuf>,
-    /// What git showed of each repository after the last call ([`super::review`]).
-    shown: super::review::Shown,
+    /// What git showed of each repository after the last call ([`super::git_view`]).
+    shown: super::git_view::Shown,
     /// What each git directory held after the last call ([`super::git_entries`]).
     entries: super::git_entries::GitEntries,
 }
@@ -81,7 +81,7 @@ impl Baseline {
             state: Mutex::new(Known {
                 openness: super::loosened::Snapshot::of(writable_roots(&spec), &names),
                 paths: names.into_iter().collect(),
-                shown: super::review::Shown::of(&git_dirs(&listed, &spec)),
+                shown: super::git_view::Shown::of(&git_dirs(&listed, &spec)),
                 entries: super::git_entries::GitEntries::of(&git_dirs(&listed, &spec)),
                 repositories,
                 walk,
@@ -173,7 +173,7 @@ impl Baseline {
             tracing::warn!("{note}");
             notes.push(note);
         }
-        notes.extend(known.shown.compare(super::review::Shown::of(&dirs)));
+        notes.extend(known.shown.compare(super::git_view::Shown::of(&dirs)));
         known.repositories.extend(repositories);
         for note in known.openness.close_again(writable_roots(&spec), &names) {
             tracing::warn!("{note}");
@@ -188,7 +188,7 @@ fn git_dirs(repositories: &[PathBuf], spec: &SandboxSpec) -> Vec<(PathBuf, PathB
     let roots = writable_roots(spec);
     repositories
         .iter()
-        .filter_map(|r| Some((r.clone(), super::review::git_dir(r, &roots)?)))
+        .filter_map(|r| Some((r.clone(), super::git_view::git_dir(r, &roots)?)))
         .collect()
 }
 
