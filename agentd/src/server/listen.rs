@@ -70,8 +70,9 @@ pub fn activated() -> Option<std::os::unix::net::UnixListener> {
 }
 
 /// Binds the socket at `path`: its directory made if missing (0700 in user mode, 0755 in system
-/// mode, where the socket's own mode guards it), the socket private while it is bound, then given
-/// `mode` and, in system mode, the `agentd` group.
+/// mode, where the socket's own mode guards it); the socket is bound under a staging name,
+/// private, given its mode and, in system mode, the `agentd` group, made to listen, and only
+/// then renamed to `path` (never over an existing one).
 pub fn bind(path: &Path, system: bool) -> Result<std::os::unix::net::UnixListener, String> {
     let at = |e: std::io::Error, what: &str| format!("{what} {}: {e}", path.display());
     if let Some(dir) = path.parent() {
@@ -82,24 +83,66 @@ pub fn bind(path: &Path, system: bool) -> Result<std::os::unix::net::UnixListene
             .map_err(|e| at(e, "cannot make the directory of"))?;
     }
     clear_stale(path)?;
+    // Bound under a name of its own, given its owner and mode, listening, and only then moved to
+    // `path`: a client that connects as soon as the path exists (a test granting the socket to
+    // another user) neither races a mode set after it nor finds a socket not yet listening.
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let staged = path.with_file_name(format!(".{name}.{}.new", std::process::id()));
+    let _ = std::fs::remove_file(&staged);
     let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o177));
-    let bound = std::os::unix::net::UnixListener::bind(path);
+    let bound = bind_unlistened(&staged);
     nix::sys::stat::umask(old);
-    let listener = bound.map_err(|e| at(e, "cannot listen on"))?;
+    let socket = bound.map_err(|e| at(e, "cannot bind"))?;
+    let placed = (|| {
+        set_owner_and_mode(&staged, system).map_err(|e| at(e, "cannot set the mode of"))?;
+        nix::sys::socket::listen(&socket, nix::sys::socket::Backlog::MAXCONN)
+            .map_err(|e| at(e.into(), "cannot listen on"))?;
+        nix::fcntl::renameat2(
+            nix::fcntl::AT_FDCWD,
+            &staged,
+            nix::fcntl::AT_FDCWD,
+            path,
+            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+        )
+        .map_err(|e| at(e.into(), "cannot put the socket at"))
+    })();
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&staged);
+        return Err(e);
+    }
+    Ok(std::os::unix::net::UnixListener::from(socket))
+}
+
+/// The socket's group (`agentd`, in system mode, when it exists) and mode (0660 with the group,
+/// else 0600).
+fn set_owner_and_mode(path: &Path, system: bool) -> std::io::Result<()> {
     let group = system
         .then(|| nix::unistd::Group::from_name("agentd").ok().flatten())
         .flatten();
     let mode = match &group {
         Some(g) => {
-            nix::unistd::chown(path, None, Some(g.gid))
-                .map_err(|e| at(e.into(), "cannot chown"))?;
+            nix::unistd::chown(path, None, Some(g.gid))?;
             0o660
         }
         None => 0o600,
     };
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| at(e, "cannot set the mode of"))?;
-    Ok(listener)
+}
+
+/// A Unix stream socket bound to `path`, not yet listening.
+fn bind_unlistened(path: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, socket};
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    nix::sys::socket::bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &UnixAddr::new(path)?)?;
+    Ok(fd)
 }
 
 fn clear_stale(path: &Path) -> Result<(), String> {

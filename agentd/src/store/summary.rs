@@ -194,6 +194,7 @@ mod tests {
             reason: FinishReason::Done,
             usage: TokenUsage::default(),
             message: None,
+            changes: None,
         });
         assert!(e.fold(&record(6, finished.clone()), 10).is_err(), "a gap");
         assert_eq!(e.last_seq, 4, "unchanged");
