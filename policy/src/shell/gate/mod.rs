@@ -66,10 +66,16 @@ pub enum Construct {
     HeredocNested,
     /// A backquote in an unquoted here-document body.
     HeredocBackquote,
-    /// A line continuation in an unquoted here-document body.
+    /// A backslash-newline in a here-document body.
     HeredocContinuation,
     /// A quote or substitution that never closes.
     Unterminated(&'static str),
+    /// A `#` inside a word of digits or after `)`: the parser reads `1#x` as a number in base 1.
+    HashAfterNumber,
+    /// A backslash before a tab: bash reads one word, the parser two.
+    EscapedTab,
+    /// A body line that starts with the delimiter but is longer (`EOF'`).
+    HeredocDelimiterPrefix,
     /// A backslash at the very end.
     TrailingBackslash,
     /// Contexts nested too deep to follow.
@@ -129,12 +135,21 @@ impl Construct {
                 "a backquote in an unquoted here-document body: bash runs it (use $( ) or quote the delimiter)"
             }
             Construct::HeredocContinuation => {
-                "a line continuation in an unquoted here-document body: bash joins the lines, which can move the delimiter line"
+                "a backslash at the end of a here-document line: in an unquoted body bash joins the lines, which can move the delimiter line, and the policy does not follow either kind"
             }
             Construct::Unterminated(what) => {
                 return format!("{what} that never closes");
             }
             Construct::TrailingBackslash => "a backslash at the end of the text",
+            Construct::HashAfterNumber => {
+                "a `#` inside a word of digits or after `)`: bash reads it as text, the parser as a number in base N (`2#101`)"
+            }
+            Construct::EscapedTab => {
+                "a backslash before a tab: bash reads one word, the parser two (quote the tab)"
+            }
+            Construct::HeredocDelimiterPrefix => {
+                "a here-document line that starts with the delimiter word but is longer: the parser may end the body there"
+            }
             Construct::TooDeep => "quotes and substitutions nested too deep to follow",
         };
         s.to_owned()

@@ -129,14 +129,22 @@ impl<'a> Scan<'a> {
         let start = self.i;
         let mut parens = 0usize;
         let mut word_start = true;
+        // Where the current word began (for a `#` inside it).
+        let mut word_begin = self.i;
         loop {
             let Some(c) = self.peek() else {
                 if end == End::Paren {
                     return Err(outside(start, Construct::Unterminated("$( … )")));
                 }
+                if parens > 0 {
+                    return Err(outside(start, Construct::Unterminated("( … )")));
+                }
                 break;
             };
             let mut next_word_start = false;
+            if word_start {
+                word_begin = self.i;
+            }
             match c {
                 b'\n' => {
                     if !self.pending.is_empty() && self.pending_level != level {
@@ -192,6 +200,9 @@ impl<'a> Scan<'a> {
                     self.i += 1;
                     next_word_start = true;
                 }
+                b'#' if !word_start && self.after_number_or_paren(word_begin) => {
+                    return Err(outside(self.i, Construct::HashAfterNumber));
+                }
                 b'#' if word_start => {
                     if self.subst > 0 {
                         return Err(outside(self.i, Construct::CommentInSubstitution));
@@ -207,6 +218,7 @@ impl<'a> Scan<'a> {
                         self.i += 2;
                         next_word_start = word_start;
                     }
+                    Some(b'\t') => return Err(outside(self.i, Construct::EscapedTab)),
                     Some(_) => {
                         self.i += 1;
                         self.byte(Context::Unquoted)?;
@@ -233,6 +245,13 @@ impl<'a> Scan<'a> {
         }
         self.depth -= 1;
         Ok(())
+    }
+
+    /// Whether the word from `begin` to `i` is all digits (the parser reads `1#x` as a number in
+    /// base 1) or ends a substitution or arithmetic (`$((1))#`).
+    fn after_number_or_paren(&self, begin: usize) -> bool {
+        let word = &self.b[begin.min(self.i)..self.i];
+        word.last() == Some(&b')') || (!word.is_empty() && word.iter().all(u8::is_ascii_digit))
     }
 
     /// Whether the word at `i` is `word` alone.
@@ -670,12 +689,18 @@ impl<'a> Scan<'a> {
                     self.i = (eol + 1).min(self.end);
                     break line;
                 }
+                if text.starts_with(delim) {
+                    return Err(outside(line, Construct::HeredocDelimiterPrefix));
+                }
                 line = eol + 1;
             };
             if p.quoted {
                 for k in body..body_end {
                     if !table::admits(Context::HeredocBody, self.b[k]) {
                         return Err(outside(k, Construct::Byte(Context::HeredocBody)));
+                    }
+                    if self.b[k] == b'\\' && self.b.get(k + 1) == Some(&b'\n') {
+                        return Err(outside(k, Construct::HeredocContinuation));
                     }
                 }
             } else {

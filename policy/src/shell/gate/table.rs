@@ -257,8 +257,9 @@ pub fn admits_delimiter(form: Delimiter) -> bool {
 /// What an operator's operand may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operand {
-    /// A word or pattern: letters, digits, `_ . / : = + , @ % ~ ^ * ? ! # [ ] -`, space and
-    /// UTF-8, and `$name` / `${name}`: no substitution, quote, backslash or backquote.
+    /// A word or pattern: letters, digits, `_ . / : = + , @ % ~ ^ * ? ! # -`, space and UTF-8,
+    /// and `$name` / `${name}`: no substitution, quote, backslash or backquote, and no `[` `]`
+    /// (the differential check found the parser losing the rest of the command after `${x#a]b}`).
     Word,
     /// A substring offset (and length): digits, spaces and `-`.
     Offset,
@@ -388,7 +389,7 @@ pub const OPERATORS: &[Operator] = &[
 
 /// The characters an operand of [`Operand::Word`] may hold besides `$name` and UTF-8.
 pub fn operand_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b" _./:=+,@%~^*?!#[]-".contains(&b)
+    b.is_ascii_alphanumeric() || b" _./:=+,@%~^*?!#-".contains(&b)
 }
 
 /// The characters of `(( ))` and `$(( ))` besides `$name` (`;` for `for (( ; ; ))`).

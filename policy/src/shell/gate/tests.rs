@@ -12,7 +12,7 @@ fn ordinary_commands_are_inside() {
         "echo \"${HOME:-/tmp}/x\" ${#x} ${x%.rs} ${x//a/b} ${@:2} ${x: -3} ${a[0]} ${x:-$y}",
         "echo $'a\\tb' $\"t\" 'a\u{0b}b' \"é\" ü x$ \"y$\"",
         "cat <<EOF\nhi $USER $(date)\nEOF\necho done",
-        "cat <<'EOF' | sed 's/a/b/'\n`x` $(y) \\\nEOF",
+        "cat <<'EOF' | sed 's/a/b/'\n`x` $(y) \\\\ z\nEOF",
         "cat <<-\"EOF\"\n\tx\n\tEOF",
         "echo $(( 1 + 2 )); for ((i=0;i<3;i++)); do :; done",
         "echo \"built `date`\" # a comment",
@@ -77,4 +77,21 @@ fn reasons_escape_what_they_quote() {
     assert_eq!(what, "\\r# || rm -rf ~/project");
     assert!(why.contains("byte 7"), "{why}");
     assert_eq!(escape("a\u{202e}b\x1b", 10), "a\\u{202e}b\\x1b");
+}
+
+#[test]
+fn what_the_differential_check_found_is_outside() {
+    for (text, construct) in [
+        ("printf x a 0# echo q", Construct::HashAfterNumber),
+        ("echo $((1))#x", Construct::HashAfterNumber),
+        ("echo a\\\tb", Construct::EscapedTab),
+        ("cat <<'EOF'\na\\\nb\nEOF", Construct::HeredocContinuation),
+        ("cat <<EOF\nEOF'\nEOF", Construct::HeredocDelimiterPrefix),
+        ("echo ${x#a]b}", Construct::ParamOperand),
+        ("echo `echo a(b`", Construct::Unterminated("( … )")),
+    ] {
+        assert_eq!(outside(text), Some(construct), "{text:?}");
+    }
+    // A `#` elsewhere inside a word is text to both.
+    assert_eq!(check("sed s#a#b# x; echo a#b ${#x} $#"), Ok(()));
 }
