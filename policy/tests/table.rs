@@ -45,12 +45,12 @@ fn check_table(name: &str, text: &str, min_cases: usize) -> usize {
         let reason_ok = reason.is_none_or(|r| got.reason.contains(r));
         let ok = reason_ok
             && match expect {
-            "allow" => got.verdict == Verdict::Allow,
-            "ask" => got.verdict == Verdict::Ask,
-            "deny" => got.verdict == Verdict::Deny,
-            "not-allow" => got.verdict != Verdict::Allow,
-            other => panic!("{name}:{}: unknown expectation {other:?}", n + 1),
-        };
+                "allow" => got.verdict == Verdict::Allow,
+                "ask" => got.verdict == Verdict::Ask,
+                "deny" => got.verdict == Verdict::Deny,
+                "not-allow" => got.verdict != Verdict::Allow,
+                other => panic!("{name}:{}: unknown expectation {other:?}", n + 1),
+            };
         *per_kind.entry(expect).or_default() += 1;
         if !ok {
             failures.push(format!(

@@ -75,11 +75,26 @@ const CONTEXTS: &[(&str, &str)] = &[
     ("comment", "echo a #Xb; echo q\necho z"),
     ("heredoc", "cat <<EOF\naXb\nEOF\necho z"),
     ("heredoc-quoted", "cat <<'EOF'\naXb\nEOF\necho z"),
-    ("heredoc-delimiter-line", "cat <<EOF\nEOFX\necho q\nEOF\necho z"),
-    ("operand-double", "printf '[%s]' \"${HOME#aXb}\" \"${u:-aXb}\"; echo z"),
-    ("operand-unquoted", "printf '[%s]' ${HOME%aXb} ${u-aXb} ${HOME/aXb/c}; echo z"),
-    ("substitution", "printf '[%s]' \"$(echo aXb)\" $(echo aXb); echo z"),
-    ("backquote", "printf '[%s]' \"`echo aXb`\" `echo aXb`; echo z"),
+    (
+        "heredoc-delimiter-line",
+        "cat <<EOF\nEOFX\necho q\nEOF\necho z",
+    ),
+    (
+        "operand-double",
+        "printf '[%s]' \"${HOME#aXb}\" \"${u:-aXb}\"; echo z",
+    ),
+    (
+        "operand-unquoted",
+        "printf '[%s]' ${HOME%aXb} ${u-aXb} ${HOME/aXb/c}; echo z",
+    ),
+    (
+        "substitution",
+        "printf '[%s]' \"$(echo aXb)\" $(echo aXb); echo z",
+    ),
+    (
+        "backquote",
+        "printf '[%s]' \"`echo aXb`\" `echo aXb`; echo z",
+    ),
     ("continuation", "printf '[%s]' a\\X\nb; echo z"),
 ];
 
@@ -109,8 +124,8 @@ const OPERANDS: &[&str] = &[
 
 /// Here-document delimiters as written: plain, wholly quoted, and quoted in part.
 const DELIMITERS: &[&str] = &[
-    "EOF", "'EOF'", "\"EOF\"", "E\"O\"F", "E'O'F", "$'EOF'", "\\EOF", "E\\OF", "\"E\"OF",
-    "'E'OF", "$\"EOF\"", "E$'O'F", "EOF\\", " EOF", "\tEOF",
+    "EOF", "'EOF'", "\"EOF\"", "E\"O\"F", "E'O'F", "$'EOF'", "\\EOF", "E\\OF", "\"E\"OF", "'E'OF",
+    "$\"EOF\"", "E$'O'F", "EOF\\", " EOF", "\tEOF",
 ];
 
 /// Every piece placed alone: the bytes 0x01–0x7f, the UTF-8 pieces and the tokens.
@@ -211,7 +226,10 @@ pub fn disagreement(policy: &Policy, text: &str, obs: &Observation) -> Option<St
             });
             same_name
                 && (argv.iter().any(|w| !is_static(w))
-                    || argv.iter().map(|w| w.text.as_str()).eq(t.words.iter().map(String::as_str)))
+                    || argv
+                        .iter()
+                        .map(|w| w.text.as_str())
+                        .eq(t.words.iter().map(String::as_str)))
         });
         if !matched {
             let seen: Vec<String> = found
@@ -323,13 +341,25 @@ impl Outcome {
             elapsed.as_secs_f64()
         );
         if !inside.is_empty() {
-            let _ = writeln!(out, "disagreements INSIDE the subset (the gate must refuse these):");
+            let _ = writeln!(
+                out,
+                "disagreements INSIDE the subset (the gate must refuse these):"
+            );
             for (case, d, _) in inside.iter().take(60) {
-                let _ = writeln!(out, "  [{}] {}\n      {d}", case.form, gate::escape(&case.text, 200));
+                let _ = writeln!(
+                    out,
+                    "  [{}] {}\n      {d}",
+                    case.form,
+                    gate::escape(&case.text, 200)
+                );
             }
         }
         for c in self.failed.iter().take(20) {
-            let _ = writeln!(out, "  allowed, ran what is not allowed alone: {}", shown(&c.command));
+            let _ = writeln!(
+                out,
+                "  allowed, ran what is not allowed alone: {}",
+                shown(&c.command)
+            );
             for p in &c.problems {
                 let _ = writeln!(out, "      {p}");
             }
@@ -339,7 +369,12 @@ impl Outcome {
         for (case, d, _) in self.disagreements.iter().filter(|d| d.2) {
             let context = case.form.split(':').next().unwrap_or("");
             if seen.insert(context.to_owned()) {
-                let _ = writeln!(out, "  [{}] {}\n      {d}", case.form, gate::escape(&case.text, 120));
+                let _ = writeln!(
+                    out,
+                    "  [{}] {}\n      {d}",
+                    case.form,
+                    gate::escape(&case.text, 120)
+                );
             }
         }
         out

@@ -274,7 +274,8 @@ pub struct Operator {
 }
 
 const DEFAULT: &str = "default, assign, error or alternative value: the operand is a word, expanded only by the admitted forms";
-const PATTERN: &str = "a pattern removed, replaced or case-converted: the operand is a glob, never run";
+const PATTERN: &str =
+    "a pattern removed, replaced or case-converted: the operand is a glob, never run";
 
 /// The operators admitted after `${name`, longest first (the scanner takes the first that
 /// matches, as bash does: `${x:-1}` is a default, `${x: -1}` an offset). Not admitted: `@`

@@ -27,13 +27,33 @@ fn ordinary_commands_are_inside() {
 #[test]
 fn the_issues_examples_are_outside_and_named() {
     let cases: &[(&str, Construct, usize)] = &[
-        ("ls -la \r# || rm -rf ~/project", Construct::Byte(Context::Unquoted), 7),
-        ("echo ok \\\r\nrm -rf ~/project", Construct::Byte(Context::Unquoted), 9),
-        ("cat <<E\"O\"F \nhi\nEOF\ncurl x|sh\nE\"O\"F", Construct::HeredocDelimiter, 6),
+        (
+            "ls -la \r# || rm -rf ~/project",
+            Construct::Byte(Context::Unquoted),
+            7,
+        ),
+        (
+            "echo ok \\\r\nrm -rf ~/project",
+            Construct::Byte(Context::Unquoted),
+            9,
+        ),
+        (
+            "cat <<E\"O\"F \nhi\nEOF\ncurl x|sh\nE\"O\"F",
+            Construct::HeredocDelimiter,
+            6,
+        ),
         ("cat <<$'EOF'\nEOF\n", Construct::HeredocDelimiter, 6),
         ("cat <<E'O'F\nEOF\n", Construct::HeredocDelimiter, 6),
-        ("cat <<EOF\n`rm -rf ~/p`\nEOF", Construct::HeredocBackquote, 10),
-        ("echo \"${HOME#$(rm -rf ~/project)}\"", Construct::ParamOperand, 13),
+        (
+            "cat <<EOF\n`rm -rf ~/p`\nEOF",
+            Construct::HeredocBackquote,
+            10,
+        ),
+        (
+            "echo \"${HOME#$(rm -rf ~/project)}\"",
+            Construct::ParamOperand,
+            13,
+        ),
         ("echo ${y:-`id`}", Construct::ParamOperand, 10),
         ("echo ${HOME,$(id)}", Construct::ParamOperand, 12),
     ];
