@@ -15,7 +15,7 @@ mod harness;
 
 use harness::corpus::{self, HARMLESS, shown};
 use harness::sandbox::{Harness, Observation, Sandbox};
-use harness::{TIMEOUT, WORKERS, check_all, fuzz, oracle};
+use harness::{TIMEOUT, WORKERS, check_all, fuzz, grammar, oracle};
 use policy::{Policy, Verdict};
 use std::fmt::Write as _;
 use std::sync::{Mutex, MutexGuard};
@@ -311,5 +311,33 @@ fn fuzzed_compositions_are_never_allowed_with_a_harmful_part_and_run_only_what_i
     };
     let text = outcome.report(start.elapsed());
     assert!(outcome.passed(), "{text}");
+    eprintln!("{text}");
+}
+
+#[test]
+fn bash_and_the_policy_read_alike_everywhere_the_grammar_gate_admits() {
+    let random: usize = std::env::var("GRAMMAR_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let seed: u64 = std::env::var("GRAMMAR_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(grammar::SEED);
+    let p = policy();
+    let cases = grammar::generate(seed, random);
+    let start = Instant::now();
+    let outcome = {
+        let (_turn, mut h) = harness(WORKERS);
+        grammar::run(&p, &mut h, &cases)
+    };
+    let text = outcome.report(start.elapsed());
+    assert!(outcome.passed(), "{text}");
+    // The generator must keep reaching the corners where readers differ: the classes
+    // (CR comments, mid-word quoted delimiters, substitutions in operands, …) are among them.
+    assert!(
+        outcome.disagreements.len() >= 20,
+        "the generator found too few disagreements to be reaching bash's corners\n{text}"
+    );
     eprintln!("{text}");
 }

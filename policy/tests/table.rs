@@ -8,7 +8,21 @@ use policy::{Context, Policy, Verdict};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Checks every case of one table; returns the number of cases.
+/// A table's command: `⏎` is a newline, a control picture (`␍`, `␋`, `␀`, `␡`, …) its byte.
+fn decode(command: &str) -> String {
+    command
+        .chars()
+        .map(|c| match c {
+            '⏎' => '\n',
+            '\u{2400}'..='\u{241f}' => char::from_u32(c as u32 - 0x2400).unwrap_or(c),
+            '\u{2421}' => '\u{7f}',
+            c => c,
+        })
+        .collect()
+}
+
+/// Checks every case of one table; returns the number of cases. A case may end with
+/// `  ⇒ TEXT`: the reason must hold TEXT.
 fn check_table(name: &str, text: &str, min_cases: usize) -> usize {
     let policy = Policy::builtin().unwrap();
     let ctx = Context {
@@ -22,15 +36,21 @@ fn check_table(name: &str, text: &str, min_cases: usize) -> usize {
             continue;
         }
         let (expect, command) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let command = command.trim_start().replace('⏎', "\n");
-        let got = policy.check_bash(&command, &ctx);
-        let ok = match expect {
-            "allow" => got.verdict == Verdict::Allow,
-            "ask" => got.verdict == Verdict::Ask,
-            "deny" => got.verdict == Verdict::Deny,
-            "not-allow" => got.verdict != Verdict::Allow,
-            other => panic!("{name}:{}: unknown expectation {other:?}", n + 1),
+        let (command, reason) = match command.split_once("  ⇒ ") {
+            Some((command, reason)) => (command, Some(reason)),
+            None => (command, None),
         };
+        let command = decode(command.trim());
+        let got = policy.check_bash(&command, &ctx);
+        let reason_ok = reason.is_none_or(|r| got.reason.contains(r));
+        let ok = reason_ok
+            && match expect {
+                "allow" => got.verdict == Verdict::Allow,
+                "ask" => got.verdict == Verdict::Ask,
+                "deny" => got.verdict == Verdict::Deny,
+                "not-allow" => got.verdict != Verdict::Allow,
+                other => panic!("{name}:{}: unknown expectation {other:?}", n + 1),
+            };
         *per_kind.entry(expect).or_default() += 1;
         if !ok {
             failures.push(format!(
@@ -73,4 +93,9 @@ fn bypasses_by_class() {
 #[test]
 fn harmless_commands_by_family() {
     check_table("harmless.txt", include_str!("data/harmless.txt"), 150);
+}
+
+#[test]
+fn the_grammar_gate() {
+    check_table("grammar.txt", include_str!("data/grammar.txt"), 40);
 }

@@ -181,7 +181,7 @@ impl Policy {
                     why: format!("`{}`: {why}", excerpt_of(what)),
                     key: ApprovalKey::Construct {
                         text: what.clone(),
-                        why: (*why).to_owned(),
+                        why: why.to_string(),
                     },
                 }),
             }

@@ -7,13 +7,15 @@
 //! (`env`, `sudo`, `timeout`, `xargs`, `find -exec`, …) and `sh -c` / `eval` payloads are unwrapped
 //! into further findings ([`wrappers`]). Rating the findings against rules is the engine's job.
 //!
-//! Before parsing, line continuations are joined the way bash joins them ([`continuation`]);
+//! Before parsing, the text must lie in the subset of bash the parser reads as bash does, or the
+//! analysis records an ask ([`gate`]). Line continuations are joined the way bash joins them ([`continuation`]);
 //! bash's corners that evaluate code in values are found by [`bashisms`]; environment prefixes
 //! pass only by allowlist ([`env`]).
 
 mod bashisms;
 mod continuation;
 pub mod env;
+pub mod gate;
 mod nodes;
 mod parse;
 pub(crate) use parse::excerpt_of;
@@ -52,7 +54,7 @@ pub enum Finding {
         /// The text concerned.
         what: String,
         /// Why it cannot be resolved.
-        why: &'static str,
+        why: std::borrow::Cow<'static, str>,
     },
 }
 
@@ -76,7 +78,7 @@ impl Finding {
     pub fn unresolved(what: &str, why: &'static str) -> Self {
         Finding::Unresolved {
             what: parse::excerpt_of(what),
-            why,
+            why: why.into(),
         }
     }
 }
@@ -164,7 +166,7 @@ pub fn analyze_as(text: &str, specs: &Specs, posix: bool) -> Analysis {
     if text.len() > MAX_COMMAND_LEN {
         walk.out.push(Finding::Unresolved {
             what: format!("{} bytes of command text", text.len()),
-            why: "the command is longer than 10000 characters",
+            why: "the command is longer than 10000 characters".into(),
         });
     } else if let Some(why) = too_complex(text) {
         walk.out.push(Finding::unresolved(text, why));

@@ -85,6 +85,15 @@ pub(super) fn analyze_text(text: &str, walk: &mut Walk<'_>) {
         ));
         return;
     }
+    // Outside the subset where the parser reads what bash reads, nothing can be allowed; the
+    // text is still rated, so a deny found in it stays a deny.
+    if let Err(outside) = super::gate::check(text) {
+        let (what, why) = super::gate::explain(text, &outside);
+        walk.out.push(Finding::Unresolved {
+            what,
+            why: why.into(),
+        });
+    }
     // Bash joins line continuations before it reads words; so do we (or ask).
     let joined = match super::continuation::join(text) {
         Ok(joined) => joined,

@@ -283,13 +283,15 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+    /// A number below `n`.
+    pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
     fn chance(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
     }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    /// One of `items`.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
 }

@@ -7,6 +7,7 @@ pub mod confine;
 pub mod corpus;
 pub mod fixtures;
 pub mod fuzz;
+pub mod grammar;
 pub mod oracle;
 pub mod sandbox;
 pub mod snapshot;
