@@ -4,7 +4,17 @@
 //!
 //! Rows: a fresh worker (spawn, lockdown, run `true`, result), a worker from the pool, locked down
 //! before the call as it is while the model thinks (request, run, result, worker reaped), and the
-//! same pooled call on a multi-threaded runtime, as `agent run` and the daemon have.
+//! same pooled call on a multi-threaded runtime, as `agent run` and the daemon have. Then the
+//! pooled call in a generated workspace of ~200,000 files in ~15,000 directories with a
+//! repository at its root and 20 below it (`worker/tree.rs`), and in one of ~2,000 files with as
+//! many repositories: the supervisor walks every writable root for repositories after each call
+//! and every repository gets its git files protected, so what grows with the files and what grows
+//! with the repositories show apart. Parts of that call are timed on their own in this process
+//! (`worker/large.rs`): the walk cold and warm, the check after a call, the scans for protected
+//! paths; and the lockdown steps include the mounts in the large workspace. The smoke run
+//! (`cargo test --all-targets`) generates only the ~2,000-file one. Generating the large tree
+//! takes seconds, or minutes right after a run removed one: ext4 passes over inodes freed in the
+//! last minutes when it allocates new ones.
 //!
 //! CPU per call is user + sys of every process involved, from `getrusage`: `RUSAGE_SELF` (the
 //! bench process, every thread: the supervisor side — spawn, cgroup, protocol, reaping) plus
@@ -24,8 +34,12 @@
 //! or point `AGENTD_TOOL_WORKER` at one). Goals on the 2-core build machine: pooled wall median
 //! ≤ 2.0× the baseline and ≤ 3 ms; pooled CPU ≤ 4 ms per call.
 
+#[path = "worker/large.rs"]
+mod large;
 #[path = "worker/steps.rs"]
 mod steps;
+#[path = "worker/tree.rs"]
+mod tree;
 
 use agentd::worker::{WorkerError, WorkerPool};
 use nix::sys::resource::{UsageWho, getrusage};
@@ -98,7 +112,7 @@ fn measure(f: impl FnOnce() -> Instant) -> Sample {
 
 /// A row of the table: a name and how to make one call.
 struct Row<'a> {
-    name: &'static str,
+    name: String,
     /// A whole tool call, held to the goals; else one part of a call, shown to say where the
     /// cost goes.
     is_call: bool,
@@ -107,16 +121,16 @@ struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    fn call(name: &'static str, call: impl FnMut() -> Sample + 'a) -> Self {
+    fn call(name: impl Into<String>, call: impl FnMut() -> Sample + 'a) -> Self {
         Row {
-            name,
+            name: name.into(),
             is_call: true,
             call: Box::new(call),
             samples: Vec::new(),
         }
     }
 
-    fn part(name: &'static str, call: impl FnMut() -> Sample + 'a) -> Self {
+    fn part(name: impl Into<String>, call: impl FnMut() -> Sample + 'a) -> Self {
         Row {
             is_call: false,
             ..Row::call(name, call)
@@ -180,11 +194,21 @@ fn bash_true() -> ToolRequest {
 fn check(result: Result<ToolResult, WorkerError>) {
     match result {
         Ok(r) if r.exit_code == Some(0) => {}
-        other => {
-            eprintln!("a worker call failed: {other:?}");
-            std::process::exit(1);
-        }
+        other => fail(&format!("a worker call failed: {other:?}")),
     }
+}
+
+/// The bench's temp dir (the workspaces, the generated tree among them), once made.
+static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Says what went wrong, removes the bench's temp dir and exits: a failed run leaves no tree of
+/// 200,000 files behind.
+fn fail(what: &str) -> ! {
+    eprintln!("{what}");
+    if let Some(root) = ROOT.get() {
+        let _ = std::fs::remove_dir_all(root);
+    }
+    std::process::exit(1)
 }
 
 /// One pooled call: refill the pool (outside the wall time, inside the CPU), then the call.
@@ -195,8 +219,7 @@ fn pooled_call(rt: &tokio::runtime::Runtime, pool: &WorkerPool) -> Sample {
         pool.settled().await;
     });
     if pool.ready() != 1 {
-        eprintln!("the pool did not get a ready worker");
-        std::process::exit(1);
+        fail("the pool did not get a ready worker");
     }
     let start = Instant::now();
     check(rt.block_on(pool.run(bash_true(), None, |_| {})));
@@ -245,12 +268,13 @@ fn main() {
         std::process::exit(1);
     };
     let root = std::env::temp_dir().join(format!("agentd-bench-{}", std::process::id()));
+    let root = ROOT.get_or_init(|| root);
     let (ws, tmp) = (root.join("ws"), root.join("tmp"));
     if std::fs::create_dir_all(&ws)
         .and_then(|_| std::fs::create_dir_all(&tmp))
         .is_err()
     {
-        std::process::exit(1);
+        fail("cannot make the bench's temp dirs");
     }
     let spec = agentd::worker::default_sandbox(ws, tmp.clone(), None);
     let (Ok(rt), Ok(rt_multi)) = (
@@ -262,11 +286,21 @@ fn main() {
             .enable_all()
             .build(),
     ) else {
-        std::process::exit(1)
+        fail("cannot build the tokio runtimes")
     };
     let pool = WorkerPool::new(worker.clone(), spec.clone(), 1);
     // A pool refills from a task of the runtime its call runs on: pool_multi from rt_multi's threads.
     let pool_multi = WorkerPool::new(worker.clone(), spec.clone(), 1);
+    // The large workspace (a small one in the smoke run), and under `cargo bench` a small one
+    // with as many repositories: what grows with the files apart from what grows with the
+    // repositories.
+    let (shape, name) = if benching() {
+        (tree::LARGE, "large")
+    } else {
+        (tree::SMOKE, "small")
+    };
+    let large = large::Large::set_up(root, name, &worker, shape);
+    let small = benching().then(|| large::Large::set_up(root, "small", &worker, tree::SMOKE));
 
     let mut rows = vec![
         Row::call("baseline: spawn `sh -c true`", || {
@@ -296,6 +330,7 @@ fn main() {
         Row::call("bash `true`, pooled, multi-thread runtime", || {
             pooled_call(&rt_multi, &pool_multi)
         }),
+        large.call_row(&rt),
         Row::part("part: exec tool-worker, exits (no spec)", || {
             measure(|| {
                 let start = Instant::now();
@@ -343,6 +378,10 @@ fn main() {
             })
         }),
     ];
+    if let Some(small) = &small {
+        rows.insert(4, small.call_row(&rt));
+    }
+    rows.extend(large.part_rows());
     // `AGENTD_BENCH_ROWS=pooled` keeps the baseline and the rows whose name holds that text: a
     // profile of one row.
     if let Ok(keep) = std::env::var("AGENTD_BENCH_ROWS") {
@@ -356,24 +395,29 @@ fn main() {
             row.samples.push(sample);
         }
     }
-    let results: Vec<(&str, bool, Summary)> = rows
+    let results: Vec<(String, bool, Summary)> = rows
         .iter()
-        .map(|r| (r.name, r.is_call, summarize(&r.samples)))
+        .map(|r| (r.name.clone(), r.is_call, summarize(&r.samples)))
         .collect();
     drop(rows);
     drop(pool);
     drop(pool_multi);
-    let _ = std::fs::remove_dir_all(&root);
     report(&results);
+    large::report_walk(&results, large.dirs());
     // The lockdown's steps, timed in a fresh single-threaded copy of this program (this one has
-    // runtime threads, so its forked children must not allocate).
+    // runtime threads, so its forked children must not allocate); the mounts also in the large
+    // workspace, whose repositories each get theirs.
     println!();
     let steps = std::env::current_exe().and_then(|exe| {
         std::process::Command::new(exe)
             .env(steps::STEPS_ENV, "1")
+            .env(steps::LARGE_WS_ENV, &large.ws)
             .env("AGENTD_BENCH_CALLS", calls().to_string())
             .status()
     });
+    drop(large);
+    drop(small);
+    let _ = std::fs::remove_dir_all(root);
     if !steps.is_ok_and(|s| s.success()) {
         eprintln!("the lockdown steps could not be timed");
     }
@@ -395,21 +439,19 @@ fn cgroup_call(spec: &SandboxSpec) {
         .stdin(std::process::Stdio::piped())
         .spawn();
     let (Ok(group), Ok(mut child)) = (group, child) else {
-        eprintln!("cannot create a cgroup or spawn sh");
-        std::process::exit(1);
+        fail("cannot create a cgroup or spawn sh");
     };
     if let Some(group) = &group
         && group.add(child.id()).is_err()
     {
-        eprintln!("cannot move sh into the call's cgroup");
-        std::process::exit(1);
+        fail("cannot move sh into the call's cgroup");
     }
     drop(child.stdin.take());
     let _ = child.wait();
     drop(group);
 }
 
-fn report(results: &[(&str, bool, Summary)]) {
+fn report(results: &[(String, bool, Summary)]) {
     let Some((_, _, base)) = results.first() else {
         return;
     };

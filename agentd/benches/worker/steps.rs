@@ -6,6 +6,12 @@ use std::time::Instant;
 
 /// Set in the copy of this program that times the lockdown's steps.
 pub const STEPS_ENV: &str = "AGENTD_BENCH_LOCKDOWN_STEPS";
+/// The large workspace ([`super::tree`]), when there is one: the mounts are timed there too.
+pub const LARGE_WS_ENV: &str = "AGENTD_BENCH_LARGE_WS";
+
+/// The spec of a call in the large workspace, with the repositories the walk finds there (as
+/// the supervisor sends it), for the step that mounts there.
+static LARGE: std::sync::OnceLock<SandboxSpec> = std::sync::OnceLock::new();
 
 /// One lockdown step, run in a forked child: whether it succeeded.
 type Step = (&'static str, fn(&SandboxSpec) -> bool);
@@ -38,9 +44,9 @@ pub fn lockdown_steps() {
     {
         std::process::exit(1);
     }
-    let spec = agentd::worker::default_sandbox(ws, tmp, None);
+    let spec = agentd::worker::default_sandbox(ws, tmp.clone(), None);
     let is_root = nix::unistd::geteuid().is_root();
-    let steps: Vec<Step> = vec![
+    let mut steps: Vec<Step> = vec![
         ("reference: fork, exit", |_| true),
         ("reference: fork, fork a child, reap it, exit", |_| {
             fork_and_reap()
@@ -98,6 +104,27 @@ pub fn lockdown_steps() {
             },
         ),
     ];
+    if let Some(large) = std::env::var_os(LARGE_WS_ENV).map(std::path::PathBuf::from) {
+        let mut spec = agentd::worker::default_sandbox(large.clone(), tmp, None);
+        spec.repositories = agentd::worker::repos::RepoWalk::default()
+            .refresh([large.as_path()])
+            .repositories;
+        let _ = LARGE.set(spec);
+        // Beside the mounts step above: the cost of the large workspace's repositories.
+        steps.insert(
+            6,
+            (
+                "  ... the mounts in the large workspace (all its repos)",
+                |_| {
+                    LARGE.get().is_some_and(|large| {
+                        contain::enter(nix::unistd::geteuid().is_root(), true).is_ok()
+                            && contain::become_init().is_ok()
+                            && mounts::set_up(large).is_ok()
+                    })
+                },
+            ),
+        );
+    }
     if let Ok(mut warm) = WARM.lock() {
         *warm = Some(tool_worker::lockdown::warm::Preparer::prepare().into_warm());
     }
