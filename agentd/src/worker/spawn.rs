@@ -410,7 +410,15 @@ impl ReadyWorker {
         detach: bool,
     ) -> Result<ToolResult, WorkerError> {
         let timeout = timeout_ms.map_or(self.timeout_ms, |t| t.min(self.timeout_ms));
-        self.unchecked = true;
+        // A call that runs only our own reading code (no command of the model's, no write)
+        // changes nothing in the workspace: it needs no check, and saves the walk.
+        self.unchecked = !matches!(
+            tool,
+            ToolRequest::ReadFile(_)
+                | ToolRequest::ListDir(_)
+                | ToolRequest::Glob(_)
+                | ToolRequest::Grep(_)
+        );
         let outcome = {
             let mut call = Answering {
                 worker: &mut self,
