@@ -5,7 +5,8 @@
 //! writes takes two snapshots and one comparison. Prints the median of 5 runs of each, with the
 //! page cache warm (the tree was just written), in one table.
 //!
-//! `cargo bench -p agentd --bench review_walk [-- FILES]` (default 200000). The tree is made in
+//! `cargo bench -p agentd --bench review_walk [-- FILES]` (default 200000; 2,000 in the smoke
+//! run of `cargo test --all-targets`). The tree is made in
 //! a fresh directory under `$TMPDIR` and removed afterwards.
 
 use agentd::review::{diff, snapshot};
@@ -59,11 +60,14 @@ fn naive(dir: &Path, count: &mut usize) {
 }
 
 fn main() -> std::io::Result<()> {
+    // `cargo test --all-targets` runs a bench once as a smoke test, without `--bench`: a small
+    // tree then, so the suite does not pay for 200,000 files.
+    let benching = std::env::args().any(|a| a == "--bench");
     let files: usize = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-'))
         .and_then(|a| a.parse().ok())
-        .unwrap_or(200_000);
+        .unwrap_or(if benching { 200_000 } else { 2_000 });
     let root = std::env::temp_dir().join(format!("agentd-review-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root)?;
