@@ -10,6 +10,7 @@
 mod command;
 pub mod decision;
 mod reads;
+mod runtime;
 mod safe;
 
 pub use decision::{Access, ApprovalKey, Approvals, Decision, Part};
@@ -49,6 +50,9 @@ pub struct Policy {
     specs: Option<Specs>,
     /// Read rules stricter than allow, as components, for globs and recursive reads.
     protected: Vec<Protected>,
+    /// The names the name-anywhere read rules protect, as such files are usually named: what
+    /// a pattern that selects files at run time (`find -name`, a git pathspec) is tried on.
+    protected_names: Vec<String>,
     /// A literal piece of every read rule stricter than allow: a path containing none of them
     /// is allowed by the catch-all `/**` rule without asking the glob sets (most arguments).
     read_prefilter: Option<Prefilter>,
@@ -95,6 +99,7 @@ impl Policy {
             })?)
         };
         let protected = reads::protected(&read);
+        let protected_names = reads::protected_names(&protected);
         let read_prefilter = reads::prefilter(&read);
         let allow_roots = AllowRoots::of(&read);
         Ok(Self {
@@ -106,6 +111,7 @@ impl Policy {
             write: rules::compile_paths(RuleList::Write, raw.write)?,
             specs,
             protected,
+            protected_names,
             read_prefilter,
             allow_roots,
             shell: Shell::Bash,
@@ -227,6 +233,9 @@ impl Policy {
                     },
                 }),
             }
+        }
+        if cwds.produced_read.get() {
+            self.rate_producers(&analysis.findings, ctx, &cwds, &mut parts);
         }
         Decision::of(parts, "every part is allowed")
     }

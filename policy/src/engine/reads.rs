@@ -54,6 +54,37 @@ pub(super) fn protected(read: &PathRules) -> Vec<Protected> {
         .collect()
 }
 
+/// The file names the name-anywhere read rules (`/**/.env`, `/**/.env.*`, `/**/id_rsa`)
+/// protect, as such files are usually named: a literal name as it is; a glob with its `*` and
+/// `?` filled in by common suffixes (`.env.local`, `.env.production`, …). A pattern that selects
+/// files at run time is tried against them (see `runtime`).
+pub(super) fn protected_names(protected: &[Protected]) -> Vec<String> {
+    const FILLS: &[&str] = &[
+        "local",
+        "production",
+        "prod",
+        "development",
+        "dev",
+        "test",
+        "staging",
+        "secret",
+        "1",
+    ];
+    let mut out = Vec::new();
+    for p in protected.iter().filter(|p| reach::is_anywhere(&p.comps)) {
+        match p.comps.last() {
+            Some(RuleComp::Lit(name)) => out.push(name.clone()),
+            Some(RuleComp::Glob(_, glob)) => {
+                for fill in FILLS {
+                    out.push(glob.replace('*', fill).replace('?', "1"));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// How a command reads a path argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct How {
@@ -120,6 +151,9 @@ pub(super) struct Cwds {
     /// The components of the home and workspace rules are anchored at, split once per verdict
     /// when a glob or a recursive read needs them.
     anchors: std::cell::OnceCell<Anchors>,
+    /// A command read the contents of paths another command printed (xargs's input, find's
+    /// `{}`, `$(find …)`): what those commands select is then rated as a read of contents.
+    pub(super) produced_read: std::cell::Cell<bool>,
 }
 
 /// The components of the anchors of protected rules: home (if known) and workspace.
@@ -136,6 +170,7 @@ impl Cwds {
             unknown: false,
             clean: false,
             anchors: std::cell::OnceCell::new(),
+            produced_read: std::cell::Cell::new(false),
         };
         for f in findings {
             let Finding::Command(c) = f else { continue };
@@ -326,6 +361,8 @@ impl Policy {
                         why: "a path only known at run time".into(),
                     },
                 });
+            } else if !how.names_only {
+                cwds.produced_read.set(true);
             }
             return;
         }
@@ -401,6 +438,18 @@ impl Policy {
                 self.rate_reach_unlisted(&abs, glob, how, line, ctx, parts);
             }
         }
+    }
+
+    /// Whether a file named `name` is protected wherever it is (`.env`, `.env.prod`, `id_rsa`).
+    pub(super) fn name_is_protected(&self, name: &str) -> bool {
+        self.protected
+            .iter()
+            .filter(|p| reach::is_anywhere(&p.comps))
+            .any(|p| match p.comps.last() {
+                Some(RuleComp::Lit(n)) => n == name,
+                Some(RuleComp::Glob(g, _)) => g.is_match(name),
+                _ => false,
+            })
     }
 
     /// What a file tool that reads a directory recursively (`grep`) could reach under `abs`:
