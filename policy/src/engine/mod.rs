@@ -53,6 +53,9 @@ pub struct Policy {
     /// The names the name-anywhere read rules protect, as such files are usually named: what
     /// a pattern that selects files at run time (`find -name`, a git pathspec) is tried on.
     protected_names: Vec<String>,
+    /// The fixed part of those names (`.env`, `id_rsa`), lower-case: a pattern holding one
+    /// names a protected file whatever suffix it asks for (`*.env.qa`).
+    protected_stems: Vec<String>,
     /// A literal piece of every read rule stricter than allow: a path containing none of them
     /// is allowed by the catch-all `/**` rule without asking the glob sets (most arguments).
     read_prefilter: Option<Prefilter>,
@@ -100,6 +103,7 @@ impl Policy {
         };
         let protected = reads::protected(&read);
         let protected_names = reads::protected_names(&protected);
+        let protected_stems = reads::protected_stems(&protected);
         let read_prefilter = reads::prefilter(&read);
         let allow_roots = AllowRoots::of(&read);
         Ok(Self {
@@ -112,6 +116,7 @@ impl Policy {
             specs,
             protected,
             protected_names,
+            protected_stems,
             read_prefilter,
             allow_roots,
             shell: Shell::Bash,

@@ -85,6 +85,29 @@ pub(super) fn protected_names(protected: &[Protected]) -> Vec<String> {
     out
 }
 
+/// The fixed part of each name the name-anywhere read rules protect (`.env` of `.env` and
+/// `.env.*`, `id_rsa`): a pattern that holds one names it, whatever suffix it asks for.
+pub(super) fn protected_stems(protected: &[Protected]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in protected.iter().filter(|p| reach::is_anywhere(&p.comps)) {
+        let stem = match p.comps.last() {
+            Some(RuleComp::Lit(name)) => name.as_str(),
+            Some(RuleComp::Glob(_, glob)) => {
+                let fixed = glob
+                    .find(['*', '?', '['])
+                    .map_or(glob.as_str(), |at| &glob[..at]);
+                fixed.trim_end_matches('.')
+            }
+            _ => continue,
+        };
+        let stem = stem.to_ascii_lowercase();
+        if stem.len() >= 3 && !out.contains(&stem) {
+            out.push(stem);
+        }
+    }
+    out
+}
+
 /// How a command reads a path argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct How {

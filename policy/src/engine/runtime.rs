@@ -5,10 +5,11 @@
 //!
 //! A read with no pattern at all (`git log -p`, `grep -r x .`, `find . | xargs cat`) is a
 //! recursive read of the workspace, rated as such (docs/policy.md: a name anywhere is not
-//! counted for what a directory might hold). A pattern *targets*: it asks when it could select
-//! a protected name as such files are usually named (`.env`, `.env.local`, `id_rsa`; see
-//! [`super::reads::protected_names`]), matched the way the program matches it — find's and
-//! git's `*` match a leading dot, git's crosses `/` too.
+//! counted for what a directory might hold). A pattern *targets*: it asks when it holds the
+//! fixed part of a protected name (`.env`, `id_rsa`), or could select one as such files are
+//! usually named (`.env.local`, `.env.production`; see [`super::reads::protected_names`]),
+//! matched the way the program matches it — find's and git's `*` match a leading dot, git's
+//! crosses `/` too.
 
 use super::Policy;
 use super::command::command_part;
@@ -100,6 +101,14 @@ impl Policy {
     fn pattern_selects(&self, pattern: &str, icase: bool, whole_path: bool) -> bool {
         if !has_wildcard(pattern) {
             return self.name_is_protected(pattern.rsplit('/').next().unwrap_or(pattern));
+        }
+        let lower = pattern.to_ascii_lowercase();
+        if self
+            .protected_stems
+            .iter()
+            .any(|s| lower.contains(s.as_str()))
+        {
+            return true;
         }
         let Ok(glob) = GlobBuilder::new(pattern)
             .literal_separator(false)
