@@ -102,8 +102,8 @@ impl Policy {
             })?)
         };
         let protected = reads::protected(&read);
-        let protected_names = reads::protected_names(&protected);
-        let protected_stems = reads::protected_stems(&protected);
+        let protected_names = runtime::protected_names(&protected);
+        let protected_stems = runtime::protected_stems(&protected);
         let read_prefilter = reads::prefilter(&read);
         let allow_roots = AllowRoots::of(&read);
         Ok(Self {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub(super) struct Protected {
     anchor: Anchor,
-    comps: Vec<RuleComp>,
+    pub(super) comps: Vec<RuleComp>,
     action: Verdict,
     rule: String,
 }
@@ -52,60 +52,6 @@ pub(super) fn protected(read: &PathRules) -> Vec<Protected> {
             }
         })
         .collect()
-}
-
-/// The file names the name-anywhere read rules (`/**/.env`, `/**/.env.*`, `/**/id_rsa`)
-/// protect, as such files are usually named: a literal name as it is; a glob with its `*` and
-/// `?` filled in by common suffixes (`.env.local`, `.env.production`, …). A pattern that selects
-/// files at run time is tried against them (see `runtime`).
-pub(super) fn protected_names(protected: &[Protected]) -> Vec<String> {
-    const FILLS: &[&str] = &[
-        "local",
-        "production",
-        "prod",
-        "development",
-        "dev",
-        "test",
-        "staging",
-        "secret",
-        "1",
-    ];
-    let mut out = Vec::new();
-    for p in protected.iter().filter(|p| reach::is_anywhere(&p.comps)) {
-        match p.comps.last() {
-            Some(RuleComp::Lit(name)) => out.push(name.clone()),
-            Some(RuleComp::Glob(_, glob)) => {
-                for fill in FILLS {
-                    out.push(glob.replace('*', fill).replace('?', "1"));
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// The fixed part of each name the name-anywhere read rules protect (`.env` of `.env` and
-/// `.env.*`, `id_rsa`): a pattern that holds one names it, whatever suffix it asks for.
-pub(super) fn protected_stems(protected: &[Protected]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for p in protected.iter().filter(|p| reach::is_anywhere(&p.comps)) {
-        let stem = match p.comps.last() {
-            Some(RuleComp::Lit(name)) => name.as_str(),
-            Some(RuleComp::Glob(_, glob)) => {
-                let fixed = glob
-                    .find(['*', '?', '['])
-                    .map_or(glob.as_str(), |at| &glob[..at]);
-                fixed.trim_end_matches('.')
-            }
-            _ => continue,
-        };
-        let stem = stem.to_ascii_lowercase();
-        if stem.len() >= 3 && !out.contains(&stem) {
-            out.push(stem);
-        }
-    }
-    out
 }
 
 /// How a command reads a path argument.
@@ -461,18 +407,6 @@ impl Policy {
                 self.rate_reach_unlisted(&abs, glob, how, line, ctx, parts);
             }
         }
-    }
-
-    /// Whether a file named `name` is protected wherever it is (`.env`, `.env.prod`, `id_rsa`).
-    pub(super) fn name_is_protected(&self, name: &str) -> bool {
-        self.protected
-            .iter()
-            .filter(|p| reach::is_anywhere(&p.comps))
-            .any(|p| match p.comps.last() {
-                Some(RuleComp::Lit(n)) => n == name,
-                Some(RuleComp::Glob(g, _)) => g.is_match(name),
-                _ => false,
-            })
     }
 
     /// What a file tool that reads a directory recursively (`grep`) could reach under `abs`:

@@ -7,15 +7,16 @@
 //! recursive read of the workspace, rated as such (docs/policy.md: a name anywhere is not
 //! counted for what a directory might hold). A pattern *targets*: it asks when it holds the
 //! fixed part of a protected name (`.env`, `id_rsa`), or could select one as such files are
-//! usually named (`.env.local`, `.env.production`; see [`super::reads::protected_names`]),
+//! usually named (`.env.local`, `.env.production`; see [`protected_names`]),
 //! matched the way the program matches it — find's and git's `*` match a leading dot, git's
 //! crosses `/` too.
 
 use super::Policy;
 use super::command::command_part;
 use super::decision::Part;
-use super::reads::{Cwds, How};
+use super::reads::{Cwds, How, Protected};
 use crate::paths::Context;
+use crate::paths::reach::{self, RuleComp};
 use crate::shell::{CommandUse, Finding, Word};
 use crate::specs::Parsed;
 use globset::GlobBuilder;
@@ -218,6 +219,74 @@ impl Policy {
             let &(_, icase, whole) = FIND_NAME_TESTS.iter().find(|(t, _, _)| *t == test)?;
             (pair[1].may_differ() || self.pattern_selects(value, icase, whole)).then_some(value)
         })
+    }
+}
+
+/// The file names the name-anywhere read rules (`/**/.env`, `/**/.env.*`, `/**/id_rsa`)
+/// protect, as such files are usually named: a literal name as it is; a glob with its `*` and
+/// `?` filled in by common suffixes (`.env.local`, `.env.production`, …). A pattern that selects
+/// files at run time is tried against them (see `runtime`).
+pub(super) fn protected_names(protected: &[Protected]) -> Vec<String> {
+    const FILLS: &[&str] = &[
+        "local",
+        "production",
+        "prod",
+        "development",
+        "dev",
+        "test",
+        "staging",
+        "secret",
+        "1",
+    ];
+    let mut out = Vec::new();
+    for p in protected.iter().filter(|p| reach::is_anywhere(&p.comps)) {
+        match p.comps.last() {
+            Some(RuleComp::Lit(name)) => out.push(name.clone()),
+            Some(RuleComp::Glob(_, glob)) => {
+                for fill in FILLS {
+                    out.push(glob.replace('*', fill).replace('?', "1"));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The fixed part of each name the name-anywhere read rules protect (`.env` of `.env` and
+/// `.env.*`, `id_rsa`): a pattern that holds one names it, whatever suffix it asks for.
+pub(super) fn protected_stems(protected: &[Protected]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in protected.iter().filter(|p| reach::is_anywhere(&p.comps)) {
+        let stem = match p.comps.last() {
+            Some(RuleComp::Lit(name)) => name.as_str(),
+            Some(RuleComp::Glob(_, glob)) => {
+                let fixed = glob
+                    .find(['*', '?', '['])
+                    .map_or(glob.as_str(), |at| &glob[..at]);
+                fixed.trim_end_matches('.')
+            }
+            _ => continue,
+        };
+        let stem = stem.to_ascii_lowercase();
+        if stem.len() >= 3 && !out.contains(&stem) {
+            out.push(stem);
+        }
+    }
+    out
+}
+
+impl Policy {
+    /// Whether a file named `name` is protected wherever it is (`.env`, `.env.prod`, `id_rsa`).
+    pub(super) fn name_is_protected(&self, name: &str) -> bool {
+        self.protected
+            .iter()
+            .filter(|p| reach::is_anywhere(&p.comps))
+            .any(|p| match p.comps.last() {
+                Some(RuleComp::Lit(n)) => n == name,
+                Some(RuleComp::Glob(g, _)) => g.is_match(name),
+                _ => false,
+            })
     }
 }
 
