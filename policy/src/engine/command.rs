@@ -201,6 +201,9 @@ impl Policy {
         for a in &parsed.rest_paths {
             self.rate_arg(a.text, a.word, how, line, ctx, cwds, parts);
         }
+        if spec.family == Family::Git {
+            self.rate_pathspecs(parsed, line, parts);
+        }
         self.rate_option_values(parsed, line, ctx, cwds, parts);
     }
 

@@ -4,11 +4,14 @@
 //!
 //! Layout: [`decision`] (decisions, parts, approval keys and the remembered set) · `command`
 //! (a simple command: rules, spec, version queries) · `reads` (paths: arguments, globs,
-//! recursion, `cd`, redirections).
+//! recursion, `cd`, redirections) · `safe` (the subtrees the read rules allow whole: reads are
+//! allowed by allowlist).
 
 mod command;
 pub mod decision;
 mod reads;
+mod runtime;
+mod safe;
 
 pub use decision::{Access, ApprovalKey, Approvals, Decision, Part};
 
@@ -19,6 +22,7 @@ use crate::specs::Specs;
 use protocol::verdict::Verdict;
 use protocol::worker::ToolRequest;
 use reads::{Cwds, Prefilter, Protected};
+use safe::AllowRoots;
 
 /// The built-in defaults, in config syntax.
 pub const DEFAULTS_TOML: &str = include_str!("../defaults.toml");
@@ -46,9 +50,18 @@ pub struct Policy {
     specs: Option<Specs>,
     /// Read rules stricter than allow, as components, for globs and recursive reads.
     protected: Vec<Protected>,
+    /// The names the name-anywhere read rules protect, as such files are usually named: what
+    /// a pattern that selects files at run time (`find -name`, a git pathspec) is tried on.
+    protected_names: Vec<String>,
+    /// The fixed part of those names (`.env`, `id_rsa`), lower-case: a pattern holding one
+    /// names a protected file whatever suffix it asks for (`*.env.qa`).
+    protected_stems: Vec<String>,
     /// A literal piece of every read rule stricter than allow: a path containing none of them
     /// is allowed by the catch-all `/**` rule without asking the glob sets (most arguments).
     read_prefilter: Option<Prefilter>,
+    /// The subtrees the read rules allow whole: a read outside all of them that no rule allows
+    /// gets the default (reads are allowed by allowlist).
+    allow_roots: AllowRoots,
     shell: Shell,
 }
 
@@ -89,7 +102,10 @@ impl Policy {
             })?)
         };
         let protected = reads::protected(&read);
+        let protected_names = runtime::protected_names(&protected);
+        let protected_stems = runtime::protected_stems(&protected);
         let read_prefilter = reads::prefilter(&read);
+        let allow_roots = AllowRoots::of(&read);
         Ok(Self {
             default,
             network: raw.network.unwrap_or(Verdict::Deny),
@@ -99,7 +115,10 @@ impl Policy {
             write: rules::compile_paths(RuleList::Write, raw.write)?,
             specs,
             protected,
+            protected_names,
+            protected_stems,
             read_prefilter,
+            allow_roots,
             shell: Shell::Bash,
         })
     }
@@ -125,18 +144,48 @@ impl Policy {
         match tool {
             ToolRequest::Bash(b) => self.check_bash(&b.command, ctx),
             ToolRequest::ReadFile(r) => self.check_path(Access::Read, &r.path, ctx),
+            // Listing names is not reading contents: only a rule that names the path asks.
             ToolRequest::ListDir(r) => {
-                self.check_path(Access::Read, &r.path.clone().unwrap_or_else(here), ctx)
+                self.check_read(&r.path.clone().unwrap_or_else(here), ctx, true, false)
             }
             ToolRequest::Glob(r) => {
-                self.check_path(Access::Read, &r.path.clone().unwrap_or_else(here), ctx)
+                self.check_read(&r.path.clone().unwrap_or_else(here), ctx, true, false)
             }
+            // grep reads every file under its path.
             ToolRequest::Grep(r) => {
-                self.check_path(Access::Read, &r.path.clone().unwrap_or_else(here), ctx)
+                self.check_read(&r.path.clone().unwrap_or_else(here), ctx, false, true)
             }
             ToolRequest::WriteFile(r) => self.check_path(Access::Write, &r.path, ctx),
             ToolRequest::StrReplace(r) => self.check_path(Access::Write, &r.path, ctx),
         }
+    }
+
+    /// Rates a file tool's read of `path`: of names only (`list_dir`, `glob`: only a rule that
+    /// names the path asks, not the allowlist's default), or of what a directory holds at any
+    /// depth (`grep`).
+    fn check_read(&self, path: &str, ctx: &Context<'_>, names_only: bool, tree: bool) -> Decision {
+        let abs = crate::paths::resolve(path, ctx);
+        let (verdict, rule) = self.verdict_of(Access::Read, &abs, ctx);
+        let mut parts = Vec::new();
+        if verdict > Verdict::Allow && !(names_only && rule.is_none()) {
+            let (rule, why) = self.explain(Access::Read, &abs, rule);
+            parts.push(Part {
+                verdict,
+                rule,
+                why,
+                key: ApprovalKey::Path {
+                    access: Access::Read,
+                    path: abs.display().to_string(),
+                },
+            });
+        }
+        if tree {
+            self.rate_tree(&abs, ctx, &mut parts);
+        }
+        if parts.is_empty() {
+            return Decision::allow(format!("reading {} is allowed", abs.display()));
+        }
+        Decision::of(parts, "")
     }
 
     /// Rates a file access by path.
@@ -165,7 +214,11 @@ impl Policy {
             Some(specs) => shell::analyze_as(command, specs, self.shell == Shell::Posix),
             None => shell::analyze_as(command, &Specs::empty(), self.shell == Shell::Posix),
         };
-        let cwds = Cwds::of(&analysis.findings, ctx).with_prefilter(self.read_prefilter.as_ref());
+        let cwds = Cwds::of(&analysis.findings, ctx).with_prefilter(
+            self.read_prefilter.as_ref(),
+            &self.allow_roots,
+            ctx,
+        );
         let mut parts = Vec::new();
         let mut line = String::new();
         for finding in &analysis.findings {
@@ -186,6 +239,9 @@ impl Policy {
                 }),
             }
         }
+        if cwds.produced_read.get() {
+            self.rate_producers(&analysis.findings, ctx, &cwds, &mut parts);
+        }
         Decision::of(parts, "every part is allowed")
     }
 
@@ -197,12 +253,15 @@ impl Policy {
         abs: &std::path::Path,
         ctx: &Context<'_>,
     ) -> (Verdict, Option<&rules::Rule>) {
+        // A path under a subtree an allow rule covers whole, holding no piece of a stricter rule:
+        // no stricter rule can match it, so the last match allows.
         if access == Access::Read
             && let Some(pieces) = &self.read_prefilter
             && let Some(text) = abs.to_str()
             && !pieces.may_match(text)
+            && let Some(root) = self.allow_roots.covering(abs, ctx)
         {
-            return (Verdict::Allow, None);
+            return (Verdict::Allow, self.read.rules.get(root));
         }
         let in_home = ctx.home.and_then(|h| abs.strip_prefix(h).ok());
         let in_ws = abs.strip_prefix(ctx.workspace).ok();
@@ -243,7 +302,19 @@ impl Policy {
         match rule {
             Some(rule) => (
                 rule.to_string(),
-                format!("{verb} {} matches {rule}", abs.display()),
+                match &rule.why {
+                    Some(why) => format!("{verb} {} matches {rule}: {why}", abs.display()),
+                    None => format!("{verb} {} matches {rule}", abs.display()),
+                },
+            ),
+            None if access == Access::Read => (
+                "the default".into(),
+                format!(
+                    "reading {} is outside the known-safe read paths (the workspace, system \
+                     trees, toolchains, the read rules that allow); the default is {}",
+                    abs.display(),
+                    self.default
+                ),
             ),
             None => (
                 "the default".into(),

@@ -4,6 +4,7 @@
 
 use super::Policy;
 use super::decision::{Access, ApprovalKey, Part};
+use super::safe::AllowRoots;
 use crate::paths::reach::{self, RuleComp};
 use crate::paths::{Context, Resolved, is_harmless_device, resolve_word};
 use crate::rules::PathRules;
@@ -15,13 +16,13 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub(super) struct Protected {
     anchor: Anchor,
-    comps: Vec<RuleComp>,
+    pub(super) comps: Vec<RuleComp>,
     action: Verdict,
     rule: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Anchor {
+pub(super) enum Anchor {
     Root,
     Home,
     Workspace,
@@ -63,20 +64,14 @@ pub(super) struct How {
 }
 
 /// The literal pieces of the read rules stricter than allow, when every such rule has one (of
-/// at least three characters) and the rules end with nothing stricter than the catch-all `/**`
-/// allow that would apply to other paths; `None` otherwise (then every path is matched in full).
+/// at least three characters); `None` otherwise (then every path is matched in full). A path
+/// holding none of them matches no stricter rule, so under a subtree an allow rule covers whole
+/// ([`super::safe::AllowRoots`]) it is allowed.
 pub(super) fn prefilter(read: &PathRules) -> Option<Prefilter> {
-    let catch_all = read
-        .rules
-        .iter()
-        .position(|r| r.pattern == "/**" && r.action == Verdict::Allow)?;
     let mut pieces = Vec::new();
-    for (i, rule) in read.rules.iter().enumerate() {
+    for rule in &read.rules {
         if rule.action == Verdict::Allow {
             continue;
-        }
-        if i < catch_all {
-            return None; // overridden by the catch-all; keep the exact rules in charge
         }
         let longest = rule
             .pattern
@@ -119,11 +114,15 @@ impl Prefilter {
 pub(super) struct Cwds {
     dirs: Vec<PathBuf>,
     unknown: bool,
-    /// No directory holds a piece of a protected read rule (see [`Prefilter`]).
+    /// Every directory lies under a subtree an allow rule covers whole and holds no piece of a
+    /// protected read rule (see [`Prefilter`]).
     clean: bool,
     /// The components of the home and workspace rules are anchored at, split once per verdict
     /// when a glob or a recursive read needs them.
     anchors: std::cell::OnceCell<Anchors>,
+    /// A command read the contents of paths another command printed (xargs's input, find's
+    /// `{}`, `$(find …)`): what those commands select is then rated as a read of contents.
+    pub(super) produced_read: std::cell::Cell<bool>,
 }
 
 /// The components of the anchors of protected rules: home (if known) and workspace.
@@ -140,6 +139,7 @@ impl Cwds {
             unknown: false,
             clean: false,
             anchors: std::cell::OnceCell::new(),
+            produced_read: std::cell::Cell::new(false),
         };
         for f in findings {
             let Finding::Command(c) = f else { continue };
@@ -179,12 +179,17 @@ impl Cwds {
         cwds
     }
 
-    /// Notes whether every directory is free of protected pieces.
-    pub(super) fn with_prefilter(mut self, prefilter: Option<&Prefilter>) -> Self {
+    /// Notes whether every directory is under an allowed subtree and free of protected pieces.
+    pub(super) fn with_prefilter(
+        mut self,
+        prefilter: Option<&Prefilter>,
+        roots: &AllowRoots,
+        ctx: &Context<'_>,
+    ) -> Self {
         self.clean = prefilter.is_some_and(|p| {
-            self.dirs
-                .iter()
-                .all(|d| d.to_str().is_some_and(|t| !p.may_match(t)))
+            self.dirs.iter().all(|d| {
+                d.to_str().is_some_and(|t| !p.may_match(t)) && roots.covering(d, ctx).is_some()
+            })
         });
         self
     }
@@ -293,15 +298,16 @@ impl Policy {
         parts: &mut Vec<Part>,
     ) {
         let recursive = how.recursive;
-        // Most arguments: a plain relative path whose text and whose directories hold no piece
-        // of a protected rule. Pieces never hold a `/`, so joining cannot make one, and folding
-        // `..` only removes text: allowed without building the path.
+        // Most arguments: a plain relative path without `..` whose text and whose directories
+        // hold no piece of a protected rule, from directories under an allowed subtree. Pieces
+        // never hold a `/`, so joining cannot make one: allowed without building the path.
         if !word.dynamic
             && !word.has_glob()
             && !recursive
             && cwds.clean
             && !cwds.unknown
             && !text.starts_with(['/', '~'])
+            && !text.split('/').any(|c| c == "..")
             && self
                 .read_prefilter
                 .as_ref()
@@ -324,6 +330,8 @@ impl Policy {
                         why: "a path only known at run time".into(),
                     },
                 });
+            } else if !how.names_only {
+                cwds.produced_read.set(true);
             }
             return;
         }
@@ -374,12 +382,20 @@ impl Policy {
         let glob = word.has_glob();
         for abs in paths {
             let (verdict, decided) = self.verdict_of(Access::Read, &abs, ctx);
-            if verdict > Verdict::Allow {
+            // Names and metadata (`ls ~`, `stat /srv/x`) are not what the allowlist keeps: only
+            // a rule that names the path makes listing it ask.
+            let listed = how.names_only && decided.is_none();
+            if verdict > Verdict::Allow && !listed {
                 let (rule, why) = self.explain(Access::Read, &abs, decided);
+                let names = if decided.is_some() {
+                    " names a protected path"
+                } else {
+                    ""
+                };
                 parts.push(Part {
                     verdict,
                     rule,
-                    why: format!("`{}` names a protected path: {why}", excerpt_of(line)),
+                    why: format!("`{}`{names}: {why}", excerpt_of(line)),
                     key: ApprovalKey::Path {
                         access: Access::Read,
                         path: abs.display().to_string(),
@@ -388,8 +404,22 @@ impl Policy {
             }
             if glob || recursive {
                 self.rate_reach(&abs, glob, how, line, cwds.anchors(ctx), parts);
+                self.rate_reach_unlisted(&abs, glob, how, line, ctx, parts);
             }
         }
+    }
+
+    /// What a file tool that reads a directory recursively (`grep`) could reach under `abs`:
+    /// protected paths, and paths outside the allowed subtrees.
+    pub(super) fn rate_tree(&self, abs: &Path, ctx: &Context<'_>, parts: &mut Vec<Part>) {
+        let how = How {
+            recursive: true,
+            names_only: false,
+        };
+        let cwds = Cwds::of(&[], ctx);
+        let line = abs.display().to_string();
+        self.rate_reach(abs, false, how, &line, cwds.anchors(ctx), parts);
+        self.rate_reach_unlisted(abs, false, how, &line, ctx, parts);
     }
 
     /// A glob or a recursive read: every protected rule it could reach.

@@ -105,6 +105,10 @@ pub struct PathRuleConfig {
     pub path: String,
     /// What a match means.
     pub action: Verdict,
+    /// Why the rule is there, shown with the verdict it decides (the built-in read rules say
+    /// why each place is safe to read, or holds secrets).
+    #[serde(default)]
+    pub why: Option<String>,
 }
 
 /// A whole config file as far as the policy is concerned: the `[policy]` table, other tables
@@ -175,6 +179,8 @@ pub struct Rule {
     pub action: Verdict,
     /// Where it came from.
     pub origin: Origin,
+    /// Why the rule is there, if it says.
+    pub why: Option<String>,
 }
 
 impl fmt::Display for Rule {
@@ -436,6 +442,7 @@ pub(crate) fn compile_bash(raw: Vec<(BashRuleConfig, Origin)>) -> Result<BashRul
             pattern: pattern.to_owned(),
             action: rule.action,
             origin,
+            why: None,
         });
     }
     let set = builder.build().map_err(|e| PolicyError::Value {
@@ -522,6 +529,7 @@ pub(crate) fn compile_paths(
             pattern: path.to_owned(),
             action: rule.action,
             origin,
+            why: rule.why,
         });
     }
     let build = |builder: GlobSetBuilder, owner: Vec<usize>| {

@@ -509,6 +509,7 @@ fn validate(parsed: &Parsed<'_>, argv: &[Word]) -> Result<(), Problem> {
     match spec.check {
         Some(Check::Sed) => scripts::sed(parsed),
         Some(Check::Awk) => scripts::awk(parsed),
+        Some(Check::Jq) => scripts::jq(parsed),
         Some(Check::Date) => scripts::date(parsed),
         Some(Check::Ps) => scripts::ps(parsed),
         Some(Check::Test) => scripts::test(parsed),

@@ -188,6 +188,7 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
         None => None,
         Some("sed") => Some(Check::Sed),
         Some("awk") => Some(Check::Awk),
+        Some("jq") => Some(Check::Jq),
         Some("date") => Some(Check::Date),
         Some("ps") => Some(Check::Ps),
         Some("test") => Some(Check::Test),

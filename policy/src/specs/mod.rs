@@ -69,8 +69,10 @@ pub enum Family {
 pub enum Check {
     /// A sed script: no `w`, `e`, `r` commands or flags.
     Sed,
-    /// An awk program: no `system`, pipes, `getline` or output redirection.
+    /// An awk program: no `system`, pipes, `getline`, output redirection, `ARGV`/`ARGC`.
     Awk,
+    /// A jq program: no `import`/`include` and nothing that reads modules or names files.
+    Jq,
     /// `date`: an operand must be a `+FORMAT` (any other sets the clock).
     Date,
     /// `test` / `[`: `-v` / `-R` names must be plain (a subscript is evaluated as code).

@@ -1,5 +1,6 @@
-//! Validators for what options cannot describe: sed scripts and awk programs (which can write
-//! files and run commands), `date` operands, `test -v` names, `set` options, `read` names.
+//! Validators for what options cannot describe: sed scripts, awk and jq programs (which can
+//! write files, run commands, or choose at run time the files they read), `date` operands,
+//! `test -v` names, `set` options, `read` names.
 
 use super::Spec;
 use super::getopt::{Arg, Parsed, Problem};
@@ -225,7 +226,19 @@ pub fn awk(parsed: &Parsed<'_>) -> Result<(), Problem> {
     let Some(program) = script.first().map(|a| a.text) else {
         return Err(problem("awk", "no program"));
     };
-    let bad = if program.contains("system") {
+    if let Some((_, values)) = parsed.options.iter().find(|(o, _)| *o == "-v")
+        && let Some(v) = values.iter().find(|v| names_awk_input(v.text))
+    {
+        return Err(problem(
+            v.text,
+            "assigns ARGV, ARGC or SYMTAB: the files awk reads are chosen at run time",
+        ));
+    }
+    let bad = if names_awk_input(program) {
+        Some(
+            "names ARGV, ARGC or SYMTAB, through which it can choose the files it reads at run time",
+        )
+    } else if program.contains("system") {
         Some("calls system()")
     } else if program.contains("getline") {
         Some("uses getline (which can run a command)")
@@ -240,6 +253,83 @@ pub fn awk(parsed: &Parsed<'_>) -> Result<(), Problem> {
     };
     match bad {
         Some(why) => Err(problem(program, format!("the awk program {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// Whether awk text mentions the variables that name the files it reads: `ARGV` and `ARGC`
+/// (assigning `ARGV[1]` makes awk open that file next) and gawk's `SYMTAB`, which reaches them
+/// by name. Any mention asks, reads included: telling a read from a write (`split(s, ARGV)`,
+/// `sub(/x/, "y", ARGV[1])`, `ARGV[1]++`) is not worth the risk.
+fn names_awk_input(text: &str) -> bool {
+    identifiers(text).any(|id| matches!(id, "ARGV" | "ARGC" | "SYMTAB"))
+}
+
+/// The identifiers (`[A-Za-z_][A-Za-z0-9_]*`) in `text`, with a leading `$` kept (jq's
+/// `$__loc__`), strings and comments included.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            let start = at;
+            let dollar = bytes[at] == b'$';
+            let first = if dollar { at + 1 } else { at };
+            if bytes
+                .get(first)
+                .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+                && (start == 0 || !is_ident_byte(bytes[start - 1]))
+            {
+                let mut end = first + 1;
+                while end < bytes.len() && is_ident_byte(bytes[end]) {
+                    end += 1;
+                }
+                at = end;
+                return text.get(start..end);
+            }
+            at += 1;
+        }
+        None
+    })
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// A jq program that reads only its input: no `import`/`include` (modules and data files from
+/// any directory, `{search: "…"}` included), no `modulemeta` (reads a module), and none of the
+/// names that tell where the program and its modules live (`input_filename`, `$__loc__`,
+/// `get_search_list`, `get_prog_origin`, `get_jq_origin`). Conservative: a mention anywhere,
+/// in a string or as a field name too, asks.
+pub fn jq(parsed: &Parsed<'_>) -> Result<(), Problem> {
+    if parsed.has("-f") || parsed.has("--from-file") {
+        return Ok(()); // the option asks on its own
+    }
+    let script = script_of(parsed, &[])?;
+    let Some(program) = script.first().map(|a| a.text) else {
+        return Err(problem("jq", "no program"));
+    };
+    let bad = identifiers(program).find(|id| {
+        matches!(
+            *id,
+            "import"
+                | "include"
+                | "modulemeta"
+                | "input_filename"
+                | "$__loc__"
+                | "get_search_list"
+                | "get_prog_origin"
+                | "get_jq_origin"
+        )
+    });
+    match bad {
+        Some(id) => Err(problem(
+            program,
+            format!(
+                "the jq program uses `{id}`, which can read modules or data files from anywhere, or tell where files are"
+            ),
+        )),
         None => Ok(()),
     }
 }
@@ -465,6 +555,14 @@ mod tests {
         ] {
             assert!(!sed_ok(s), "{s}");
         }
+    }
+
+    #[test]
+    fn identifiers_in_programs() {
+        let ids: Vec<_> = super::identifiers("ARGV[1]=\"x\"; $__loc__ .a_b+x2 9z").collect();
+        assert_eq!(ids, ["ARGV", "x", "$__loc__", "a_b", "x2"]);
+        assert!(super::names_awk_input("BEGIN{ARGC=2}"));
+        assert!(!super::names_awk_input("{print MYARGV}"));
     }
 
     #[test]
