@@ -109,46 +109,8 @@ impl Baseline {
         known.found = walk_roots(&mut known.walk, spec);
         let spec = with_repositories(spec, &known.found);
         let repositories: Vec<PathBuf> = repositories_in(&spec).into_iter().collect();
-        let mut notes = Vec::new();
         let names = protected_names(&spec);
-        for (root, rel) in names.iter().cloned() {
-            if known.paths.contains(&(root.clone(), rel.clone())) {
-                continue;
-            }
-            let path = root.join(&rel);
-            // A repository made during the session keeps what runs nothing; the rest of it, and
-            // anything new in a repository that was there, goes.
-            let fresh = super::fresh_repo::owner_of(&path, &repositories)
-                .filter(|repo| !known.repositories.contains(*repo));
-            if let Some(repo) = fresh
-                && super::fresh_repo::is_inert(&root, repo, &path)
-            {
-                known.paths.insert((root, rel));
-                continue;
-            }
-            let made = match fresh {
-                Some(repo) => format!(
-                    "this call made the repository {} and put in it {}, which git would run or read later outside the sandbox",
-                    inert_line(&repo.display().to_string()),
-                    inert_line(&path.display().to_string())
-                ),
-                None => format!(
-                    "this call created the protected path {}, which git or an editor would run or trust later",
-                    inert_line(&path.display().to_string())
-                ),
-            };
-            let note = match quarantine(&root, &rel, expected(&spec, &root)) {
-                Ok(to) => format!(
-                    "{made}; it was moved to {}",
-                    inert_line(&to.display().to_string())
-                ),
-                Err(e) => format!(
-                    "{made}, and it could not be moved aside ({e}): review it before you run git or open an editor here"
-                ),
-            };
-            tracing::warn!("{note}");
-            notes.push(note);
-        }
+        let mut notes = new_protected_paths(known, &spec, &names, &repositories);
         let dirs = git_dirs(&repositories, &spec);
         for (path, why) in known.entries.planted(&dirs) {
             let Some((root, rel)) = writable_roots(&spec)
@@ -158,20 +120,12 @@ impl Baseline {
             else {
                 continue;
             };
-            let shown = inert_line(&path.display().to_string()).into_owned();
-            let note = match quarantine(root, &rel, expected(&spec, root)) {
-                Ok(to) => format!(
-                    "this call put {shown} in a git directory ({}); it was moved to {}",
-                    inert_line(&why),
-                    inert_line(&to.display().to_string())
-                ),
-                Err(e) => format!(
-                    "this call put {shown} in a git directory ({}), and it could not be moved aside ({e}): review it before you run git here",
-                    inert_line(&why)
-                ),
-            };
-            tracing::warn!("{note}");
-            notes.push(note);
+            let made = format!(
+                "this call put {} in a git directory ({})",
+                inert_line(&path.display().to_string()),
+                inert_line(&why)
+            );
+            notes.push(move_aside(&spec, root, &rel, &made));
         }
         notes.extend(known.shown.compare(super::git_view::Shown::of(&dirs)));
         known.repositories.extend(repositories);
@@ -181,6 +135,60 @@ impl Baseline {
         }
         notes
     }
+}
+
+/// The protected paths in `names` the session did not have: a repository made during the
+/// session keeps what runs nothing ([`super::fresh_repo`]) and the baseline takes it; the rest
+/// of it, and anything new in a repository that was there, is moved aside.
+fn new_protected_paths(
+    known: &mut Known,
+    spec: &SandboxSpec,
+    names: &[(PathBuf, PathBuf)],
+    repositories: &[PathBuf],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (root, rel) in names.iter().cloned() {
+        if known.paths.contains(&(root.clone(), rel.clone())) {
+            continue;
+        }
+        let path = root.join(&rel);
+        let fresh = super::fresh_repo::owner_of(&path, repositories)
+            .filter(|repo| !known.repositories.contains(*repo));
+        if let Some(repo) = fresh
+            && super::fresh_repo::is_inert(&root, repo, &path)
+        {
+            known.paths.insert((root, rel));
+            continue;
+        }
+        let made = match fresh {
+            Some(repo) => format!(
+                "this call made the repository {} and put in it {}, which git would run or read later outside the sandbox",
+                inert_line(&repo.display().to_string()),
+                inert_line(&path.display().to_string())
+            ),
+            None => format!(
+                "this call created the protected path {}, which git or an editor would run or trust later",
+                inert_line(&path.display().to_string())
+            ),
+        };
+        notes.push(move_aside(spec, &root, &rel, &made));
+    }
+    notes
+}
+
+/// Quarantines `root/rel`, which the call `made`; what was done, in words (and logged).
+fn move_aside(spec: &SandboxSpec, root: &Path, rel: &Path, made: &str) -> String {
+    let note = match quarantine(root, rel, expected(spec, root)) {
+        Ok(to) => format!(
+            "{made}; it was moved to {}",
+            inert_line(&to.display().to_string())
+        ),
+        Err(e) => format!(
+            "{made}, and it could not be moved aside ({e}): review it before you run git or open an editor here"
+        ),
+    };
+    tracing::warn!("{note}");
+    note
 }
 
 /// Each of `repositories` with its git directory, in `spec`'s writable roots.
