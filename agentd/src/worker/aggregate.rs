@@ -349,16 +349,7 @@ fn sweep_leftovers() {
                 continue;
             };
             for session in sessions.flatten() {
-                let name = session.file_name().to_string_lossy().into_owned();
-                let pid = name
-                    .strip_prefix("session-")
-                    .and_then(|rest| rest.split('-').next())
-                    .and_then(|p| p.parse::<i32>().ok());
-                let gone = pid.is_some_and(|p| {
-                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
-                        == Err(nix::Error::ESRCH)
-                });
-                if gone {
+                if super::cgroup::maker_gone(&session.file_name().to_string_lossy(), "session-") {
                     // Fails harmlessly for a group something is still in.
                     let _ = remove_tree(&session.path());
                 }

@@ -137,6 +137,18 @@ extern "C" fn release_at_exit() {
     release_spares();
 }
 
+/// Whether `name` is `PREFIX-PID-…` and the process PID that made it is gone: a group a
+/// supervisor killed before it could remove it.
+pub(super) fn maker_gone(name: &str, prefix: &str) -> bool {
+    let pid = name
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|p| p.parse::<i32>().ok());
+    pid.is_some_and(|p| {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None) == Err(nix::Error::ESRCH)
+    })
+}
+
 /// Removes the empty `call-PID-N` groups of processes that are gone (a supervisor killed before
 /// it could remove its spares).
 fn sweep_leftovers(parents: &[PathBuf]) {
@@ -145,16 +157,7 @@ fn sweep_leftovers(parents: &[PathBuf]) {
             continue;
         };
         for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let pid = name
-                .strip_prefix("call-")
-                .and_then(|rest| rest.split('-').next())
-                .and_then(|p| p.parse::<i32>().ok());
-            let gone = pid.is_some_and(|p| {
-                nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
-                    == Err(nix::Error::ESRCH)
-            });
-            if gone {
+            if maker_gone(&entry.file_name().to_string_lossy(), "call-") {
                 // Fails harmlessly for a group someone is still in.
                 let _ = std::fs::remove_dir(entry.path());
             }
