@@ -412,23 +412,26 @@ fn processes(keep: impl Fn(&Path, &str) -> bool) -> Vec<String> {
     found
 }
 
+/// `git` in `dir` as `who` on the host, with an identity and any directory trusted: the command
+/// [`host_git`] runs, for a caller that wants its outcome whatever it is.
+pub fn host_git_command(dir: &Path, who: As) -> Command {
+    let mut cmd = command_for("git", who);
+    cmd.args([
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@e",
+        "-c",
+        "safe.directory=*",
+    ])
+    .current_dir(dir)
+    .env("HOME", home_of(who));
+    cmd
+}
+
 /// Runs `git` in `dir` as `who` on the host (set-up and checks, outside the sandbox).
 pub fn host_git(dir: &Path, who: As, args: &[&str]) -> String {
-    let mut cmd = command_for("git", who);
-    let out = cmd
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "-c",
-            "safe.directory=*",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", home_of(who))
-        .output()
-        .unwrap();
+    let out = host_git_command(dir, who).args(args).output().unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

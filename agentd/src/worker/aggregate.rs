@@ -316,17 +316,7 @@ fn remove_tree(dir: &Path) -> std::io::Result<()> {
             }
         }
     }
-    let mut removed = std::fs::remove_dir(dir);
-    for wait_ms in [1, 2, 5, 10, 20, 50, 100] {
-        match &removed {
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                std::thread::sleep(std::time::Duration::from_millis(wait_ms));
-                removed = std::fs::remove_dir(dir);
-            }
-            _ => break,
-        }
-    }
-    removed
+    super::cgroup::remove_group_dir(dir)
 }
 
 /// Removes the session groups of supervisors that are gone (killed before they could), with

@@ -137,6 +137,22 @@ extern "C" fn release_at_exit() {
     release_spares();
 }
 
+/// Removes the cgroup directory `dir`, waiting a little (about 0.2 s in all) while the kernel
+/// still counts a process that was just killed in it (EBUSY).
+pub(super) fn remove_group_dir(dir: &Path) -> std::io::Result<()> {
+    let mut removed = std::fs::remove_dir(dir);
+    for wait_ms in [1, 2, 5, 10, 20, 50, 100] {
+        match &removed {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+                removed = std::fs::remove_dir(dir);
+            }
+            _ => break,
+        }
+    }
+    removed
+}
+
 /// Whether `name` is `PREFIX-PID-…` and the process PID that made it is gone: a group a
 /// supervisor killed before it could remove it.
 pub(super) fn maker_gone(name: &str, prefix: &str) -> bool {
@@ -353,17 +369,7 @@ impl CallGroup {
         for dir in &self.dirs {
             // Empty once the worker and its namespace are gone, which takes a moment after a
             // kill; a leftover after that is logged and harmless.
-            let mut removed = std::fs::remove_dir(dir);
-            for wait_ms in [1, 2, 5, 10, 20, 50, 100] {
-                match &removed {
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
-                        removed = std::fs::remove_dir(dir);
-                    }
-                    _ => break,
-                }
-            }
-            if let Err(e) = removed {
+            if let Err(e) = remove_group_dir(dir) {
                 tracing::warn!("cannot remove the call's cgroup {}: {e}", dir.display());
             }
         }
