@@ -17,29 +17,96 @@ use tool_worker::lockdown::mounts::gitconfig;
 use tool_worker::lockdown::mounts::resolve::open_no_symlinks;
 
 /// The config keys (`section.key`, any subsection) that run nothing and redirect nothing git
-/// reads for config or hooks: what `git init`, `git clone` and `git submodule` write, and the
-/// user's name. Anything else makes a fresh repository's config quarantined.
-const INERT_KEYS: &[&str] = &[
-    "core.repositoryformatversion",
-    "core.filemode",
-    "core.bare",
-    "core.logallrefupdates",
-    "core.ignorecase",
-    "core.precomposeunicode",
-    "core.symlinks",
-    "core.worktree",
-    "extensions.objectformat",
-    "extensions.refstorage",
-    "remote.url",
-    "remote.fetch",
-    "branch.remote",
-    "branch.merge",
-    "submodule.url",
-    "submodule.active",
-    "user.name",
-    "user.email",
-    "init.defaultbranch",
+/// reads for config or hooks — what `git init`, `git clone` and `git submodule` write, and the
+/// user's name — each with the values it may hold. A key's name is not enough: `core.worktree`
+/// pointed at the home directory makes the user's `git reset --hard` or `git clean` act there,
+/// and a URL of an unknown scheme runs a transport helper. Anything else makes a fresh
+/// repository's config quarantined.
+const INERT_KEYS: &[(&str, Value)] = &[
+    ("core.repositoryformatversion", Value::OneOf(&["0", "1"])),
+    ("core.filemode", Value::Bool),
+    ("core.bare", Value::Bare),
+    ("core.logallrefupdates", Value::Bool),
+    ("core.ignorecase", Value::Bool),
+    ("core.precomposeunicode", Value::Bool),
+    ("core.symlinks", Value::Bool),
+    ("extensions.objectformat", Value::OneOf(&["sha1", "sha256"])),
+    (
+        "extensions.refstorage",
+        Value::OneOf(&["files", "reftable"]),
+    ),
+    ("remote.url", Value::Url),
+    ("remote.fetch", Value::Text),
+    ("branch.remote", Value::Url),
+    ("branch.merge", Value::Text),
+    ("submodule.url", Value::Url),
+    ("submodule.active", Value::Bool),
+    ("user.name", Value::Text),
+    ("user.email", Value::Text),
+    ("init.defaultbranch", Value::Text),
 ];
+
+/// What an inert key may hold.
+#[derive(Debug, Clone, Copy)]
+enum Value {
+    /// One of these words.
+    OneOf(&'static [&'static str]),
+    /// A boolean as git spells one.
+    Bool,
+    /// `false` in a `.git` directory (a work tree's repository); a boolean in a bare one.
+    Bare,
+    /// A URL of a scheme git handles itself (no transport helper, no `ext::`), an scp-like
+    /// `host:path`, or a path; never starting with `-` (an option to ssh).
+    Url,
+    /// Printable text.
+    Text,
+}
+
+impl Value {
+    fn admits(self, value: &str, in_dot_git: bool) -> bool {
+        let printable = !value.chars().any(char::is_control);
+        printable
+            && match self {
+                Value::OneOf(words) => words.contains(&value.to_ascii_lowercase().as_str()),
+                Value::Bool => is_bool(value),
+                Value::Bare => is_bool(value) && (!in_dot_git || !truthy(value)),
+                Value::Url => url_is_inert(value),
+                Value::Text => true,
+            }
+    }
+}
+
+fn is_bool(value: &str) -> bool {
+    matches!(
+        value.to_ascii_lowercase().as_str(),
+        "" | "true" | "false" | "yes" | "no" | "on" | "off" | "1" | "0"
+    )
+}
+
+fn truthy(value: &str) -> bool {
+    matches!(
+        value.to_ascii_lowercase().as_str(),
+        "" | "true" | "yes" | "on" | "1"
+    )
+}
+
+/// Whether git fetches from `url` without running anything but itself and ssh: one of the
+/// schemes git speaks natively, an scp-like address, or a path (`git help fetch`, "GIT URLS";
+/// `<transport>::<address>` and any other `<scheme>://` run `git-remote-<transport>`).
+fn url_is_inert(url: &str) -> bool {
+    if url.starts_with('-') || url.contains("::") {
+        return false;
+    }
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            matches!(
+                scheme.to_ascii_lowercase().as_str(),
+                "https" | "http" | "ssh" | "git" | "file"
+            ) && !rest.starts_with('-')
+        }
+        None => true,
+    }
+}
 
 /// Most entries of a fresh hooks or info directory looked at; more is not inert.
 const MAX_ENTRIES: usize = 256;
@@ -51,7 +118,13 @@ pub fn is_inert(root: &Path, repo: &Path, path: &Path) -> bool {
         return false;
     };
     match name.as_bytes() {
-        b"config" | b"config.worktree" => read(path).is_some_and(|text| config_is_inert(&text)),
+        b"config" | b"config.worktree" => {
+            let in_dot_git = path
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|n| n == ".git");
+            read(path).is_some_and(|text| config_is_inert(&text, in_dot_git))
+        }
         b"hooks" => entries_all(path, |name, regular| {
             regular && name.as_bytes().ends_with(b".sample")
         }),
@@ -67,11 +140,14 @@ pub fn is_inert(root: &Path, repo: &Path, path: &Path) -> bool {
     }
 }
 
-/// Whether every key of the config text is on [`INERT_KEYS`].
-pub fn config_is_inert(text: &str) -> bool {
+/// Whether every key of the config text is on [`INERT_KEYS`] with a value it admits;
+/// `in_dot_git`: the config is a `.git` directory's (a work tree's repository, not a bare one).
+pub fn config_is_inert(text: &str, in_dot_git: bool) -> bool {
     gitconfig::parse(text).iter().all(|entry| {
         let key = format!("{}.{}", entry.section, entry.key);
-        INERT_KEYS.contains(&key.as_str())
+        INERT_KEYS
+            .iter()
+            .any(|(k, value)| *k == key && value.admits(&entry.value, in_dot_git))
     }) && !text.contains(char::REPLACEMENT_CHARACTER)
 }
 
@@ -175,11 +251,11 @@ mod tests {
     #[test]
     fn what_git_init_and_clone_write_is_inert_and_anything_that_runs_is_not() {
         let init = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
-        assert!(config_is_inert(init));
+        assert!(config_is_inert(init, true));
         let clone = format!(
             "{init}[remote \"origin\"]\n\turl = https://example.com/x.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
         );
-        assert!(config_is_inert(&clone));
+        assert!(config_is_inert(&clone, true));
         for planted in [
             "[core]\n\tfsmonitor = id >/tmp/x\n",
             "[core]\n\tpager = sh -c x\n",
@@ -191,7 +267,39 @@ mod tests {
             "[filter \"lfs\"]\n\tclean = sh\n",
             "[remote \"o\"]\n\tuploadpack = sh\n",
         ] {
-            assert!(!config_is_inert(&format!("{init}{planted}")), "{planted}");
+            assert!(
+                !config_is_inert(&format!("{init}{planted}"), true),
+                "{planted}"
+            );
+        }
+        // Keys git writes, with values that reach outside the repository or run a helper.
+        for planted in [
+            "[core]\n\tworktree = /home/u\n",
+            "[remote \"o\"]\n\turl = ext::sh -c id\n",
+            "[remote \"o\"]\n\turl = foo://x/y\n",
+            "[submodule \"s\"]\n\turl = -oProxyCommand=id\n",
+            "[remote \"o\"]\n\turl = ssh://-oProxyCommand=id/x\n",
+            "[extensions]\n\tobjectformat = sha256x\n",
+        ] {
+            assert!(
+                !config_is_inert(&format!("{init}{planted}"), true),
+                "{planted}"
+            );
+        }
+        let bare = init.replace("bare = false", "bare = true");
+        assert!(
+            !config_is_inert(&bare, true),
+            "a work tree's .git that says bare"
+        );
+        assert!(config_is_inert(&bare, false), "a bare repository");
+        for url in [
+            "git@example.com:x/y.git",
+            "../lib",
+            "/srv/git/x",
+            "file:///srv/x",
+        ] {
+            let text = format!("{init}[remote \"o\"]\n\turl = {url}\n");
+            assert!(config_is_inert(&text, true), "{url}");
         }
     }
 

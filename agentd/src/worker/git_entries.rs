@@ -8,9 +8,10 @@
 //!
 //! - a **new entry** directly in a git directory (or a linked worktree's) whose name is not one
 //!   git writes ([`INERT`]) is quarantined;
-//! - a **todo list** (`rebase-merge/git-rebase-todo`, `sequencer/todo`) that changed since the
-//!   session began and holds a command that runs something (`exec`, `x`) has its directory
-//!   quarantined: the rebase or cherry-pick is then no longer in progress, and nothing runs.
+//! - the **state of an operation in progress** (`rebase-merge/`, `rebase-apply/`, `sequencer/`)
+//!   that changed since the session began is kept only if all of it is known to be inert
+//!   ([`super::git_in_progress`]); otherwise the directory is quarantined: the rebase or cherry-pick
+//!   is then no longer in progress, and nothing runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -76,15 +77,10 @@ const INERT: &[&str] = &[
     "worktrees",
 ];
 
-/// The todo lists whose commands git runs as it goes on.
-const TODOS: &[&str] = &["rebase-merge/git-rebase-todo", "sequencer/todo"];
-
 /// Most entries of a git directory looked at.
 const MAX_ENTRIES: usize = 4096;
-/// Most bytes of a todo list read.
-const MAX_TODO: u64 = 4 << 20;
 
-/// The entries of each git directory, and the identity of each todo list, as they were.
+/// The entries of each git directory, and the identity of each operation's state, as they were.
 #[derive(Debug, Default)]
 pub struct GitEntries {
     dirs: BTreeMap<PathBuf, Seen>,
@@ -93,7 +89,8 @@ pub struct GitEntries {
 #[derive(Debug, Default, Clone)]
 struct Seen {
     names: BTreeSet<OsString>,
-    todos: BTreeMap<&'static str, (u64, u64, i64, i64)>,
+    /// Each state directory present, with a digest of its entries' names and identities.
+    states: BTreeMap<&'static str, u64>,
 }
 
 /// What a call added that must go: each path, and why.
@@ -130,20 +127,19 @@ impl GitEntries {
                     ));
                 }
             }
-            for (todo, stamp) in seen.todos.clone() {
-                if before.todos.get(todo) == Some(&stamp) {
+            for (state, stamp) in seen.states.clone() {
+                if before.states.get(state) == Some(&stamp) {
                     continue;
                 }
-                let path = dir.join(todo);
-                if runs_something(&path) {
-                    let holder = path.parent().map_or(path.clone(), Path::to_path_buf);
+                let path = dir.join(state);
+                if let Some(why) = super::git_in_progress::not_inert(&path) {
                     out.push((
-                        holder,
+                        path,
                         format!(
-                            "its {todo} runs a command (`exec`) at the next `git rebase --continue`"
+                            "the state of the operation in progress there, which git acts on at the next `git rebase --continue` or `git cherry-pick --continue`: {why}"
                         ),
                     ));
-                    seen.todos.remove(todo);
+                    seen.states.remove(state);
                 }
             }
             now.insert(dir, seen);
@@ -187,27 +183,33 @@ fn seen(dir: &Path) -> Seen {
                 .collect()
         })
         .unwrap_or_default();
-    let todos = TODOS
+    let states = super::git_in_progress::STATE_DIRS
         .iter()
-        .filter_map(|t| {
-            let m = std::fs::symlink_metadata(dir.join(t)).ok()?;
-            Some((*t, (m.ino(), m.size(), m.ctime(), m.ctime_nsec())))
-        })
+        .filter_map(|s| Some((*s, stamp(&dir.join(s))?)))
         .collect();
-    Seen { names, todos }
+    Seen { names, states }
 }
 
-/// Whether the todo list at `path` holds a line git runs as a command: `exec`/`x`, the only
-/// todo command that runs a program (`git help rebase`, "exec <command>"). One that cannot be
-/// read whole counts as one that does.
-fn runs_something(path: &Path) -> bool {
-    let Some(bytes) = super::fresh_repo::read_no_symlinks(path, MAX_TODO) else {
-        return std::fs::symlink_metadata(path).is_ok();
-    };
-    String::from_utf8_lossy(&bytes).lines().any(|line| {
-        let word = line.split_whitespace().next().unwrap_or("");
-        word == "exec" || word == "x"
-    })
+/// A digest of the directory at `path` and of each entry's name and identity (inode, size,
+/// change time): another whenever anything in it was written, added, removed or renamed.
+fn stamp(path: &Path) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let m = std::fs::symlink_metadata(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (m.ino(), m.size(), m.ctime(), m.ctime_nsec()).hash(&mut h);
+    if let Ok(entries) = std::fs::read_dir(path) {
+        let mut all: Vec<_> = entries
+            .filter_map(Result::ok)
+            .take(MAX_ENTRIES)
+            .filter_map(|e| {
+                let m = e.metadata().ok()?;
+                Some((e.file_name(), m.ino(), m.size(), m.ctime(), m.ctime_nsec()))
+            })
+            .collect();
+        all.sort();
+        all.hash(&mut h);
+    }
+    Some(h.finish())
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod cgroup;
 pub mod env;
 pub mod fresh_repo;
 pub mod git_entries;
+pub mod git_in_progress;
 pub mod git_view;
 pub mod late_check;
 pub mod loosened;

@@ -33,8 +33,9 @@ pub const MAX_DIRS: usize = 500_000;
 pub const MAX_DEPTH: usize = 128;
 
 /// Directories not walked into: a git directory's insides are covered by the protected names
-/// (`.git/modules/**`, `.git/worktrees/*`), and the quarantine holds what was moved away.
-const NOT_ENTERED: &[&str] = &[".git", super::protect::QUARANTINE];
+/// (`.git/modules/**`, `.git/worktrees/*`). The quarantine is walked like any directory: a call
+/// can write there too, and a repository it makes there is judged like one made anywhere.
+const NOT_ENTERED: &[&str] = &[".git"];
 
 /// What one directory looked like when it was last listed.
 #[derive(Debug, Clone)]
