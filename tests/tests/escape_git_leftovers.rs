@@ -185,3 +185,54 @@ both!(
         );
     }
 );
+
+both!(
+    an_object_of_the_users_history_rewritten_by_a_call_is_not_shown_as_history,
+    |who| {
+        let ws = repo("leftover-object", who);
+        std::fs::write(ws.0.join("Makefile"), "all:\n\techo build\n").unwrap();
+        give(&ws.0.join("Makefile"), who);
+        host_git(&ws.0, who, &["add", "Makefile"]);
+        host_git(&ws.0, who, &["commit", "-qm", "make"]);
+        // The finding: the blob of the committed Makefile overwritten with another object.
+        let run = sandbox(
+            who,
+            &ws.0,
+            &[],
+            &format!(
+                "b=$({GIT} rev-parse HEAD:Makefile) && n=$(printf 'all:\\n\\techo PLANTED\\n' | {GIT} hash-object -w --stdin) && chmod u+w .git/objects/${{b:0:2}}/${{b:2}} && cp -f .git/objects/${{n:0:2}}/${{n:2}} .git/objects/${{b:0:2}}/${{b:2}} && echo forged"
+            ),
+            &[],
+        );
+        assert!(run.stdout.contains("forged"), "{run:?}");
+        assert!(
+            run.stdout.contains("content is not what its name says"),
+            "the check says what it moved: {run:?}"
+        );
+        let shown = host_git_command(&ws.0, who)
+            .args(["show", "HEAD:Makefile"])
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&shown.stdout).contains("PLANTED"),
+            "the user's commit shows the call's content: {shown:?}"
+        );
+    }
+);
+
+both!(objects_git_itself_writes_in_a_call_are_kept, |who| {
+    let ws = repo("leftover-object-kept", who);
+    // What git writes itself in a call (a commit, a repack, a commit-graph) is kept.
+    let work = sandbox(
+        who,
+        &ws.0,
+        &[],
+        &format!(
+            "echo hi > b.txt && {GIT} add b.txt && {GIT} commit -qm b && {GIT} repack -qa && {GIT} commit-graph write --reachable && echo done"
+        ),
+        &[],
+    );
+    assert!(work.stdout.contains("done"), "{work:?}");
+    assert!(!work.stdout.contains("moved to"), "{work:?}");
+    assert!(host_git(&ws.0, who, &["show", "HEAD:b.txt"]).contains("hi"));
+});

@@ -14,6 +14,7 @@ pub mod env;
 pub mod fresh_repo;
 pub mod git_entries;
 pub mod git_in_progress;
+pub mod git_objects;
 pub mod git_view;
 pub mod late_check;
 pub mod loosened;

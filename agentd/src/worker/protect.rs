@@ -58,6 +58,8 @@ struct Known {
     shown: super::git_view::Shown,
     /// What each git directory held after the last call ([`super::git_entries`]).
     entries: super::git_entries::GitEntries,
+    /// What each object store held after the last call ([`super::git_objects`]).
+    objects: super::git_objects::ObjectStores,
 }
 
 impl Baseline {
@@ -83,6 +85,7 @@ impl Baseline {
                 paths: names.into_iter().collect(),
                 shown: super::git_view::Shown::of(&git_dirs(&listed, &spec)),
                 entries: super::git_entries::GitEntries::of(&git_dirs(&listed, &spec)),
+                objects: super::git_objects::ObjectStores::of(&git_dirs(&listed, &spec)),
                 repositories,
                 walk,
                 found,
@@ -112,7 +115,9 @@ impl Baseline {
         let names = protected_names(&spec);
         let mut notes = new_protected_paths(known, &spec, &names, &repositories);
         let dirs = git_dirs(&repositories, &spec);
-        for (path, why) in known.entries.planted(&dirs) {
+        let mut planted = known.entries.planted(&dirs);
+        planted.extend(known.objects.forged(&dirs, workspace_owner(&spec)));
+        for (path, why) in planted {
             let Some((root, rel)) = writable_roots(&spec)
                 .into_iter()
                 .filter_map(|r| Some((r, path.strip_prefix(r).ok()?.to_path_buf())))
@@ -318,6 +323,14 @@ pub fn workspace_holds(spec: &SandboxSpec) -> bool {
     use std::os::unix::fs::MetadataExt;
     spec.workspace_identity
         .is_none_or(|id| std::fs::metadata(&spec.workspace).is_ok_and(|m| (m.dev(), m.ino()) == id))
+}
+
+/// The workspace's owner (uid, gid): whom a root supervisor's checks run git as.
+fn workspace_owner(spec: &SandboxSpec) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(&spec.workspace)
+        .ok()
+        .map(|m| (m.uid(), m.gid()))
 }
 
 /// The identity `root` must have: the workspace's, for the workspace.
