@@ -236,3 +236,23 @@ both!(objects_git_itself_writes_in_a_call_are_kept, |who| {
     assert!(!work.stdout.contains("moved to"), "{work:?}");
     assert!(host_git(&ws.0, who, &["show", "HEAD:b.txt"]).contains("hi"));
 });
+
+both!(a_branch_moved_behind_the_users_back_is_told, |who| {
+    let ws = repo("leftover-refs", who);
+    host_git(&ws.0, who, &["branch", "release"]);
+    let run = sandbox(
+        who,
+        &ws.0,
+        &[],
+        &format!(
+            "echo planted > a.txt && {GIT} commit -qam wip && {GIT} branch -f release HEAD && {GIT} reset -q --hard HEAD~1 && echo moved"
+        ),
+        &[],
+    );
+    assert!(run.stdout.contains("moved"), "{run:?}");
+    assert!(
+        run.stdout.contains("refs/heads/release")
+            && run.stdout.contains("not the branch checked out"),
+        "{run:?}"
+    );
+});

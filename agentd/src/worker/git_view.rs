@@ -11,7 +11,11 @@
 //!   `git diff` skip the file, whatever it now holds;
 //! - **replace refs** (`refs/replace/*`, loose or packed): `git log` and `git show` show another
 //!   commit than the one that is there;
-//! - a **`shallow`** file: `git log` stops where it says.
+//! - a **`shallow`** file: `git log` stops where it says;
+//! - **branches, tags and remote-tracking refs moved** other than the branch checked out: the
+//!   user's next checkout, merge or release takes the call's commit under a name they trust,
+//!   while `git status` and `git log` of the current branch show nothing (a finding of the fifth
+//!   attacker review; objects rewritten under their own hashes are [`super::git_objects`]').
 //!
 //! `info/exclude` and `info/grafts` are protected paths (read-only), and the end of a turn lists
 //! the files it changed from the supervisor's own view, not from git.
@@ -40,6 +44,10 @@ struct Seen {
     replaced: BTreeSet<String>,
     /// Whether the repository is shallow.
     shallow: bool,
+    /// Branches, tags and remote-tracking refs (loose and packed) and what each points to.
+    refs: BTreeMap<String, String>,
+    /// The ref `HEAD` names (`refs/heads/main`), if it names one.
+    head: Option<String>,
 }
 
 impl Shown {
@@ -73,6 +81,22 @@ impl Shown {
                 notes.push(format!(
                     "this call added git replace refs {} in {where_}: `git log` and `git show` there show other commits than the ones there (`git replace -d` removes them)",
                     named(replaced.iter().map(|r| (*r).clone()))
+                ));
+            }
+            let moved: Vec<&String> = before
+                .refs
+                .iter()
+                .filter(|(name, target)| {
+                    seen.refs.get(*name) != Some(*target)
+                        && before.head.as_ref() != Some(*name)
+                        && seen.head.as_ref() != Some(*name)
+                })
+                .map(|(name, _)| name)
+                .collect();
+            if !moved.is_empty() {
+                notes.push(format!(
+                    "this call moved or deleted {} in {where_}, which is not the branch checked out: what a later checkout, merge or release of it takes is the call's (`git reflog show NAME` tells where it pointed)",
+                    named(moved.iter().map(|r| (*r).clone()))
                 ));
             }
             if seen.shallow && !before.shallow {
@@ -144,12 +168,73 @@ fn seen(git_dir: &Path) -> Seen {
                 .map(str::to_owned),
         );
     }
+    let (refs, head) = refs(git_dir);
     Seen {
+        refs,
+        head,
         hidden: facts.hidden.into_iter().collect(),
         replaced,
         shallow: std::fs::symlink_metadata(git_dir.join("shallow"))
             .is_ok_and(|m| m.is_file() && m.size() > 0),
     }
+}
+
+/// Most refs of a repository looked at.
+const MAX_REFS: usize = 100_000;
+
+/// The branches, tags and remote-tracking refs of `git_dir` (packed, then loose ones over
+/// them) with their targets, and the ref `HEAD` names. No symlink followed.
+fn refs(git_dir: &Path) -> (BTreeMap<String, String>, Option<String>) {
+    let mut out = BTreeMap::new();
+    let tracked = |name: &str| {
+        ["refs/heads/", "refs/tags/", "refs/remotes/"]
+            .iter()
+            .any(|p| name.starts_with(p))
+    };
+    if let Some(packed) =
+        super::fresh_repo::read_no_symlinks(&git_dir.join("packed-refs"), MAX_PACKED_REFS)
+    {
+        for line in String::from_utf8_lossy(&packed).lines().take(MAX_REFS) {
+            if let Some((target, name)) = line.split_once(' ')
+                && !line.starts_with(['#', '^'])
+                && tracked(name)
+            {
+                out.insert(name.to_owned(), target.to_owned());
+            }
+        }
+    }
+    let mut stack = vec![PathBuf::from("refs")];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(git_dir.join(&rel)) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            if out.len() >= MAX_REFS {
+                break;
+            }
+            let rel = rel.join(entry.file_name());
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                stack.push(rel);
+            } else if let Some(name) = rel.to_str().filter(|n| tracked(n))
+                && let Some(text) = super::fresh_repo::read_no_symlinks(&git_dir.join(&rel), 4096)
+            {
+                out.insert(
+                    name.to_owned(),
+                    String::from_utf8_lossy(&text).trim().to_owned(),
+                );
+            }
+        }
+    }
+    let head = super::fresh_repo::read_no_symlinks(&git_dir.join("HEAD"), 4096).and_then(|t| {
+        String::from_utf8_lossy(&t)
+            .trim()
+            .strip_prefix("ref: ")
+            .map(str::to_owned)
+    });
+    (out, head)
 }
 
 #[cfg(test)]
@@ -208,6 +293,33 @@ mod tests {
             notes
                 .iter()
                 .any(|n| n.contains(&format!("refs/replace/{one}"))),
+            "{notes:?}"
+        );
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    #[test]
+    fn a_branch_or_tag_moved_away_from_the_checked_out_one_is_told() {
+        let ws = std::env::temp_dir().join(format!("agentd-review-refs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&ws);
+        std::fs::create_dir_all(&ws).unwrap();
+        git(&ws, &["init", "-q", "-b", "main"]);
+        git(&ws, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        git(&ws, &["branch", "release"]);
+        git(&ws, &["tag", "v1"]);
+        git(&ws, &["pack-refs", "--all"]);
+        let repos = vec![(ws.clone(), ws.join(".git"))];
+        let mut shown = Shown::of(&repos);
+        // Commits on the checked-out branch are what `git log` shows: nothing to tell.
+        git(&ws, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        assert!(shown.compare(Shown::of(&repos)).is_empty());
+        // The release branch and a tag moved to the call's commit, loose over packed.
+        git(&ws, &["branch", "-f", "release", "HEAD"]);
+        git(&ws, &["tag", "-f", "v1", "HEAD"]);
+        let notes = shown.compare(Shown::of(&repos));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("refs/heads/release") && notes[0].contains("refs/tags/v1"),
             "{notes:?}"
         );
         std::fs::remove_dir_all(&ws).unwrap();
