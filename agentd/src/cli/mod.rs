@@ -1,6 +1,7 @@
 //! Subcommands of the `agentd` binary, each a function from parsed arguments to an exit code, so
 //! the binary stays a thin shell over them.
 
+pub mod client;
 pub mod policy_check;
 pub mod repl;
 pub mod run;

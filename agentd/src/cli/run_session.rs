@@ -1,7 +1,7 @@
 //! The session `agent run` keeps on disk: created in the store, or reopened with `--resume`.
 //! (Its events are appended, numbered and synced by the engine's journal.)
 
-use crate::store::log::{Record, SessionLog};
+use crate::store::log::{PendingLog, Record, SessionLog};
 use crate::store::{Store, StoreError};
 use anyhow::{Context as _, Result};
 use protocol::ids::SessionId;
@@ -61,4 +61,18 @@ pub fn create(
     let uid = nix::unistd::geteuid().as_raw();
     let (log, _) = SessionLog::create(store, workspace, model, uid)?;
     Ok(Some(log))
+}
+
+/// A new session in `store`, if there is one, written at its first message ([`PendingLog`]):
+/// a REPL opened and left keeps nothing.
+pub fn pending(
+    store: Option<&Store>,
+    workspace: &Path,
+    model: &str,
+) -> Result<Option<PendingLog>, StoreError> {
+    let Some(store) = store else {
+        return Ok(None);
+    };
+    let uid = nix::unistd::geteuid().as_raw();
+    PendingLog::new(store, workspace, model, uid, Default::default()).map(Some)
 }

@@ -85,6 +85,67 @@ pub struct SessionLog {
     summary: Option<Entry>,
 }
 
+/// A session's log not written yet: a session is kept on disk only once it has a message, so
+/// a REPL opened and left, or a daemon session created and never used, leaves nothing behind
+/// (nothing to list, count against the per-user limit, or delete). Its id is drawn now, as a
+/// kept session's is, so clients can name the session from the start.
+#[derive(Debug)]
+pub struct PendingLog {
+    /// The store it will be written in.
+    store: Store,
+    /// Its header, written first.
+    header: Header,
+}
+
+impl PendingLog {
+    /// A new session of `owner_uid` in `store`, not written yet.
+    pub fn new(
+        store: &Store,
+        workspace: &Path,
+        model: &str,
+        owner_uid: u32,
+        options: Options,
+    ) -> Result<Self, StoreError> {
+        let id = crate::random::bytes()
+            .map(SessionId::from_random)
+            .map_err(io_err(store.root()))?;
+        let header = Header {
+            agentd_session: FORMAT_VERSION,
+            id,
+            workspace: workspace.to_path_buf(),
+            model: model.to_owned(),
+            owner_uid,
+            created_unix_ms: now_ms(),
+            options,
+        };
+        Ok(Self {
+            store: store.clone(),
+            header,
+        })
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        &self.header.id
+    }
+
+    /// The header it will be written with.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Writes the session: its directory (0700, made exclusively: an id drawn twice is an
+    /// error, not a shared log) and its log with the header.
+    pub fn create(self) -> Result<SessionLog, StoreError> {
+        let dir = self.store.dir_of(&self.header.id);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(io_err(&dir))?;
+        SessionLog::start(&self.store, &dir, self.header).map(|(log, _)| log)
+    }
+}
+
 /// Now, milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -148,6 +209,20 @@ impl SessionLog {
                 Err(e) => return Err(io_err(&dir)(e)),
             }
         };
+        let header = Header {
+            agentd_session: FORMAT_VERSION,
+            id,
+            workspace: workspace.to_path_buf(),
+            model: model.to_owned(),
+            owner_uid,
+            created_unix_ms,
+            options,
+        };
+        Self::start(store, &dir, header)
+    }
+
+    /// Writes the log of `header` in its new directory `dir`, and syncs it and the directory.
+    fn start(store: &Store, dir: &Path, header: Header) -> Result<(Self, Header), StoreError> {
         let path = dir.join(LOG_FILE);
         std::fs::OpenOptions::new()
             .write(true)
@@ -155,23 +230,14 @@ impl SessionLog {
             .mode(0o600)
             .open(&path)
             .map_err(io_err(&path))?;
-        let file = lock(&path, &id)?;
-        let header = Header {
-            agentd_session: FORMAT_VERSION,
-            id: id.clone(),
-            workspace: workspace.to_path_buf(),
-            model: model.to_owned(),
-            owner_uid,
-            created_unix_ms,
-            options,
-        };
+        let file = lock(&path, &header.id)?;
         let mut log = Self {
-            id,
+            id: header.id.clone(),
             path,
             file,
             next: 1,
             unsynced: false,
-            owner: owner_uid,
+            owner: header.owner_uid,
             store: store.clone(),
             summary: None,
         };

@@ -111,9 +111,9 @@ impl<L: SessionLink> Repl<L> {
             }
             self.editor.remember(line);
             match slash::parse(line) {
-                Some(Slash::Quit) => break,
-                Some(command) => self.slash(command),
-                None => self.turn(line),
+                slash::Line::Command(Slash::Quit) => break,
+                slash::Line::Command(command) => self.slash(command),
+                slash::Line::Message(text) => self.turn(&text),
             }
         }
         self.runtime.block_on(self.link.close());
@@ -268,9 +268,15 @@ impl<L: SessionLink> Repl<L> {
             }
             Slash::Approval(Some(name)) => self.set_approval(&name),
             Slash::Compact => self.compact(),
+            Slash::New => self.renew(false),
+            Slash::Delete(ids) if ids.is_empty() => self.renew(true),
+            Slash::Delete(ids) => self.delete(&ids),
             Slash::Quit => {}
             Slash::Unknown(what) => {
-                let line = format!("unknown command {}: /help lists them", inert(&what));
+                let line = format!(
+                    "unknown command {}: /help lists them (to send it as a message, start it with //)",
+                    inert(&what)
+                );
                 self.render.error(&line);
             }
         }
@@ -339,6 +345,37 @@ impl<L: SessionLink> Repl<L> {
                 }
             }
             Err(e) => self.render.error(&e.to_string()),
+        }
+    }
+
+    /// Goes on in a new session here (`/new`); with `delete_old` the one left is deleted
+    /// (`/delete` alone).
+    fn renew(&mut self, delete_old: bool) {
+        let old = self.link.session().clone();
+        match self.runtime.block_on(self.link.renew(delete_old)) {
+            Ok(()) => {
+                let what = if delete_old { "deleted" } else { "left" };
+                let line = format!(
+                    "{what} session {old}; this is a new one: {}",
+                    self.link.session()
+                );
+                self.render.note(&line);
+            }
+            Err(e) => self.render.error(&e.to_string()),
+        }
+    }
+
+    /// Deletes the sessions `ids` (the open one: as `/delete` alone).
+    fn delete(&mut self, ids: &[String]) {
+        for id in ids {
+            if id == self.link.session().as_str() {
+                self.renew(true);
+                continue;
+            }
+            match self.runtime.block_on(self.link.delete(id)) {
+                Ok(()) => self.render.note(&format!("deleted session {}", inert(id))),
+                Err(e) => self.render.error(&format!("{}: {e}", inert(id))),
+            }
         }
     }
 
