@@ -69,7 +69,10 @@ fn kept(dir: &std::path::Path) -> Vec<String> {
 
 /// The id the banner shows: `session ID ·`.
 fn session_of(screen: &str) -> String {
-    let after = screen.split("session ").nth(1).expect("the banner names it");
+    let after = screen
+        .split("session ")
+        .nth(1)
+        .expect("the banner names it");
     after.split_whitespace().next().unwrap().to_owned()
 }
 
@@ -89,7 +92,11 @@ fn continue_after_an_empty_open_and_quit(s: &Setup, args: &[&str], kept_in: &std
     assert_ne!(session_of(&screen), id);
     empty.type_line("/quit");
     assert_eq!(empty.exit_status(), 0);
-    assert_eq!(kept(kept_in), vec![id.clone()], "the empty one left nothing");
+    assert_eq!(
+        kept(kept_in),
+        vec![id.clone()],
+        "the empty one left nothing"
+    );
 
     let mut with_c = args.to_vec();
     with_c.push("-c");
@@ -142,7 +149,10 @@ fn a_message_that_starts_with_a_path_is_sent_and_a_double_slash_escapes() {
         .iter()
         .map(|r| r.raw_body.clone())
         .collect();
-    assert!(sent[0].contains("/etc/hosts looks wrong, can you check it?"), "{sent:?}");
+    assert!(
+        sent[0].contains("/etc/hosts looks wrong, can you check it?"),
+        "{sent:?}"
+    );
     assert!(sent[1].contains(r#""content":"/help""#), "{sent:?}");
     // A lone unknown word is not sent: it says how.
     pane.type_line("/frobnicate");

@@ -64,7 +64,10 @@ fn at_the_limit_rm_and_prune_free_it_and_the_refusal_names_them() {
         // What counts is what `agent sessions` lists.
         let (status, listed, err) = sessions(&place.socket, &[]);
         assert_eq!(status, 0, "{err}");
-        assert!(listed.contains(a.as_str()) && listed.contains(b.as_str()), "{listed}");
+        assert!(
+            listed.contains(a.as_str()) && listed.contains(b.as_str()),
+            "{listed}"
+        );
 
         // rm frees one: its log goes, and a new session may be made.
         let (status, out, err) = sessions(&place.socket, &["rm", a.as_str()]);
@@ -73,7 +76,11 @@ fn at_the_limit_rm_and_prune_free_it_and_the_refusal_names_them() {
         assert!(!place.log(&a).exists(), "the log is gone");
         let c3 = used(&mut c, &ws.0).await;
         let refused = c.ask(create(&ws.0)).await;
-        assert_eq!(code(&refused), Some(ErrorCode::Forbidden), "at the limit again");
+        assert_eq!(
+            code(&refused),
+            Some(ErrorCode::Forbidden),
+            "at the limit again"
+        );
 
         // An unknown id is an error naming it, and the others go on.
         let (status, _, err) = sessions(&place.socket, &["rm", "s-nosuch"]);
@@ -93,12 +100,17 @@ fn at_the_limit_rm_and_prune_free_it_and_the_refusal_names_them() {
         ));
         let (status, _, err) = sessions(&place.socket, &["prune"]);
         assert_eq!(status, 2, "prune says which: {err}");
-        assert!(err.contains("--older-than") && err.contains("--empty"), "{err}");
+        assert!(
+            err.contains("--older-than") && err.contains("--empty"),
+            "{err}"
+        );
     });
 }
 
 fn create(ws: &Path) -> protocol::control::Request {
-    serde_json::from_value(serde_json::json!({"type": "create_session", "workspace": ws,
-        "model": null, "approval": "on_risk", "max_steps": 10, "title": null}))
+    serde_json::from_value(
+        serde_json::json!({"type": "create_session", "workspace": ws,
+        "model": null, "approval": "on_risk", "max_steps": 10, "title": null}),
+    )
     .unwrap()
 }

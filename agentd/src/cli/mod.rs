@@ -5,6 +5,8 @@ pub mod client;
 pub mod policy_check;
 pub mod repl;
 pub mod run;
+pub mod run_input;
+pub mod run_output;
 pub mod run_session;
 pub mod sandbox;
 pub mod serve;

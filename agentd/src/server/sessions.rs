@@ -293,7 +293,16 @@ impl Sessions {
             .values()
             .filter(|l| l.handle.is_pending() && !l.handle.is_stopped())
             .filter(|l| l.header.owner_uid == peer.uid || all_users)
-            .map(info_of);
+            .map(|l| SessionInfo {
+                // Cut as a kept session's title is in its summary.
+                title: l
+                    .header
+                    .options
+                    .title
+                    .as_deref()
+                    .map(crate::store::summary::cut),
+                ..info_of(l)
+            });
         let mut sessions: Vec<SessionInfo> = found
             .iter()
             .filter(|s| all_users || s.owner_uid == peer.uid)
