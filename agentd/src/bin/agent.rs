@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
     version,
     about,
     args_conflicts_with_subcommands = true,
-    after_help = "In the REPL: type a task and press Enter; /help lists the slash commands (/todos, /sessions, /resume ID, /new, /delete, /model, /approval, /compact, /quit); a message that starts with a path (/etc/hosts …) is sent as typed, and //text sends /text. Ctrl-C interrupts a running turn; Ctrl-C twice at an empty prompt, or Ctrl-D, leaves. Approval prompts take y (once), a (always for this session) or n (no).\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env (in-process), or from the daemon's settings. Output is coloured only on a terminal and without NO_COLOR."
+    after_help = "In the REPL: type a task and press Enter; /help lists the slash commands (/todos, /sessions, /resume ID, /new, /delete, /model, /approval, /compact, /quit); a message that starts with a path (/etc/hosts …) is sent as typed, and //text sends /text. Ctrl-C interrupts a running turn; Ctrl-C twice at an empty prompt, or Ctrl-D, leaves. Approval prompts take y (once), a (always for this session) or n (no).\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env (in-process), or from the daemon's settings. Output is coloured only on a terminal and without NO_COLOR. The REPL's warnings (more with AGENTD_LOG=info) go to agent.log in the state directory ($XDG_STATE_HOME/agentd, else ~/.local/state/agentd), never to its terminal."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -38,7 +38,18 @@ fn main() {
     // Started as a tool-worker (by ourselves)? Then nothing else may happen first.
     agentd::worker::spawn::run_as_worker_if_asked();
     let cli = Cli::parse();
-    agentd::cli::init_logging();
+    match &cli.command {
+        // The REPL draws on the terminal: its logs go to a file.
+        None => {
+            let dir = cli
+                .repl
+                .state_dir
+                .clone()
+                .or_else(agentd::store::Store::default_dir);
+            agentd::cli::log_file::init(dir.as_deref());
+        }
+        Some(_) => agentd::cli::init_logging(),
+    }
     // The process holds the API key: no core dumps, /proc/<pid>/{environ,mem} closed.
     let _ = nix::sys::prctl::set_dumpable(false);
     let result = match cli.command {

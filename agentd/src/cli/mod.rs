@@ -2,6 +2,7 @@
 //! the binary stays a thin shell over them.
 
 pub mod client;
+pub mod log_file;
 pub mod policy_check;
 pub mod repl;
 pub mod run;

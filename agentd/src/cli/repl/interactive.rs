@@ -112,7 +112,10 @@ impl<L: SessionLink> Repl<L> {
             self.editor.remember(line);
             match slash::parse(line) {
                 slash::Line::Command(Slash::Quit) => break,
-                slash::Line::Command(command) => self.slash(command),
+                slash::Line::Command(command) => {
+                    self.slash(command);
+                    self.notice();
+                }
                 slash::Line::Message(text) => self.turn(&text),
             }
         }
@@ -177,7 +180,12 @@ impl<L: SessionLink> Repl<L> {
                     None => return,
                 },
                 Pause::Stopped => {
-                    self.render.error("the session stopped");
+                    // The daemon went away mid-turn: its turn was saved as interrupted.
+                    match self.runtime.block_on(self.link.recover()) {
+                        Ok(true) => self.notice(),
+                        Ok(false) => self.render.error("the session stopped"),
+                        Err(e) => self.render.error(&e.to_string()),
+                    }
                     return;
                 }
             }
@@ -187,12 +195,21 @@ impl<L: SessionLink> Repl<L> {
     /// Gives the session the message `text`; whether it took it.
     fn send(&mut self, text: &str) -> bool {
         self.render.sent = Some(text.to_owned());
-        match self.runtime.block_on(self.link.send(text)) {
+        let sent = self.runtime.block_on(self.link.send(text));
+        self.notice();
+        match sent {
             Ok(()) => true,
             Err(e) => {
                 self.render.error(&e.to_string());
                 false
             }
+        }
+    }
+
+    /// Shows what the link has to say about itself (it connected again), if anything.
+    fn notice(&mut self) {
+        if let Some(notice) = self.link.notice() {
+            self.render.note(&notice);
         }
     }
 
@@ -245,6 +262,10 @@ impl<L: SessionLink> Repl<L> {
             Slash::Help => {
                 for line in slash::HELP.lines() {
                     self.render.line(line);
+                }
+                if let Some(log) = crate::cli::log_file::path() {
+                    let line = format!("logs: {}", inert_line(&log.display().to_string()));
+                    self.render.line(&line);
                 }
             }
             Slash::Todos => {

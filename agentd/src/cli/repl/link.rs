@@ -122,6 +122,14 @@ pub trait SessionLink {
     async fn sessions(&mut self) -> Result<Vec<Listed>, LinkError>;
     /// Switches to stored session `id`; its history then comes as events: returns how many.
     async fn resume(&mut self, id: &str) -> Result<usize, LinkError>;
+    /// After the session's events ended unasked (`next_event` gave `None`): whether the link
+    /// got the session back (a daemon link connects again; an in-process session that stopped
+    /// is gone). [`SessionLink::notice`] then says what happened.
+    async fn recover(&mut self) -> Result<bool, LinkError>;
+    /// What the user should be told about the link itself (it connected again), once.
+    fn notice(&mut self) -> Option<String> {
+        None
+    }
     /// Leaves the open session for a new one in the same directory (`/new`); with
     /// `delete_old`, deletes the one left (`/delete`).
     async fn renew(&mut self, delete_old: bool) -> Result<(), LinkError>;

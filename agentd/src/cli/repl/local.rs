@@ -261,6 +261,10 @@ impl SessionLink for LocalLink {
         Ok(replaying)
     }
 
+    async fn recover(&mut self) -> Result<bool, LinkError> {
+        Ok(false)
+    }
+
     async fn renew(&mut self, delete_old: bool) -> Result<(), LinkError> {
         let (handle, events) = start(&self.recipe, None)?;
         self.handle.stop().await;

@@ -1,16 +1,31 @@
 //! The daemon link: a session in a running `agentd serve`, driven over its control socket
-//! (`docs/protocol.md`) with the `protocol` crate's framing, bincode codec and handshake. A
-//! reader task splits what the daemon sends into responses (one request is in flight at a time)
-//! and the attached session's events.
+//! (`docs/protocol.md`) with the `protocol` crate's framing, bincode codec and handshake
+//! ([`Client`]: a reader task splits what the daemon sends into responses, one request in
+//! flight at a time, and the attached session's events).
+//!
+//! When the daemon goes away (restarted, upgraded), the link connects again — waiting up to
+//! [`RECONNECT_WAIT`] for it to be back — resumes the session from its log and attaches after
+//! the last event it saw, so nothing is shown twice; the request that found the connection gone
+//! is then sent again. A session that never had a message was never written, so it cannot be
+//! resumed: a new one takes its place. Either way the REPL is told in one line ([`notice`]).
+//!
+//! [`notice`]: SessionLink::notice
 
 use super::link::{LinkError, Listed, Opened, SessionLink, Start};
 use crate::cli::client::{Client, ClientError, unexpected};
 use protocol::control::*;
 use protocol::event::EventEnvelope;
+use protocol::ids::Seq;
 use protocol::ids::{ApprovalId, SessionId};
 use protocol::session::SessionInfo;
 use protocol::verdict::{ApprovalDecision, ApprovalMode};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a lost daemon is waited for, connecting again every [`RECONNECT_EVERY`].
+pub const RECONNECT_WAIT: Duration = Duration::from_secs(15);
+/// How often a lost daemon is tried again.
+const RECONNECT_EVERY: Duration = Duration::from_millis(200);
 
 /// Where and how to open the first session.
 #[derive(Debug)]
@@ -40,6 +55,10 @@ pub struct RemoteLink {
     workspace: PathBuf,
     /// How a new session is asked for (`/new`, `/delete` of the open one).
     create: CreateSession,
+    /// The newest event seen of the session: attached again after it, after a reconnect.
+    seen: Option<Seq>,
+    /// What the REPL should say: the link connected again.
+    notice: Option<String>,
 }
 
 impl From<ClientError> for LinkError {
@@ -70,6 +89,8 @@ impl RemoteLink {
                 title: None,
                 read_only: false,
             },
+            seen: None,
+            notice: None,
         };
         let last = match first {
             Start::Last => link.newest_here().await?,
@@ -96,9 +117,93 @@ impl RemoteLink {
         self.attach(&info.id).await
     }
 
-    /// Sends `request` and waits for its response; an error response is an error.
+    /// Sends `request` and waits for its response; an error response is an error. When the
+    /// connection is gone, connects again and sends it once more.
     async fn ask(&mut self, request: Request) -> Result<ResponseBody, LinkError> {
-        Ok(self.client.ask(request).await?)
+        match self.client.ask(request.clone()).await {
+            Err(ClientError::Connection(_)) => {
+                self.reconnect().await?;
+                Ok(self.client.ask(request).await?)
+            }
+            answer => Ok(answer?),
+        }
+    }
+
+    /// Sends the request `make` builds for the open session; when the connection is gone,
+    /// connects again ([`RemoteLink::reconnect`]) and sends it once more, for the session then
+    /// open.
+    async fn ask_session(
+        &mut self,
+        make: impl Fn(SessionId) -> Request,
+    ) -> Result<ResponseBody, LinkError> {
+        match self.client.ask(make(self.session.id.clone())).await {
+            Err(ClientError::Connection(_)) => {
+                self.reconnect().await?;
+                Ok(self.client.ask(make(self.session.id.clone())).await?)
+            }
+            answer => Ok(answer?),
+        }
+    }
+
+    /// Connects again (the daemon restarted), and resumes and attaches the open session after
+    /// the last event seen; one never written is replaced by a new one. Sets the notice.
+    async fn reconnect(&mut self) -> Result<(), LinkError> {
+        let deadline = tokio::time::Instant::now() + RECONNECT_WAIT;
+        self.client = loop {
+            match Client::connect(&self.socket).await {
+                Ok(client) => break client,
+                Err(_) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(RECONNECT_EVERY).await;
+                }
+                Err(e) => {
+                    return Err(LinkError::Connection(format!(
+                        "agentd at {} is not answering ({e}); the session is kept: send again once agentd is back, or leave and continue it with `agent -c`",
+                        self.socket.display()
+                    )));
+                }
+            }
+        };
+        let old = self.session.id.clone();
+        let resume = Request::ResumeSession(ResumeSession {
+            session: old.clone(),
+        });
+        match self.client.ask(resume).await {
+            Ok(_) => {
+                let attach = AttachSession {
+                    session: old.clone(),
+                    after_seq: self.seen,
+                };
+                match self.client.ask(Request::AttachSession(attach)).await? {
+                    ResponseBody::Attached(a) => self.session = a.session,
+                    other => return Err(unexpected(&other).into()),
+                }
+                self.notice = Some(format!(
+                    "agentd restarted: connected again, session {old} goes on"
+                ));
+            }
+            Err(ClientError::Refused(_)) => {
+                let create = Request::CreateSession(self.create.clone());
+                let info = match self.client.ask(create).await? {
+                    ResponseBody::SessionCreated(info) => info,
+                    other => return Err(unexpected(&other).into()),
+                };
+                let attach = AttachSession {
+                    session: info.id.clone(),
+                    after_seq: None,
+                };
+                match self.client.ask(Request::AttachSession(attach)).await? {
+                    ResponseBody::Attached(a) => self.session = a.session,
+                    other => return Err(unexpected(&other).into()),
+                }
+                self.seen = None;
+                self.notice = Some(format!(
+                    "agentd restarted: session {old} had no message and was not kept; this is a new one, {}",
+                    self.session.id
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
     }
 
     /// Attaches to session `id` from its first event; returns how many are history.
@@ -110,6 +215,7 @@ impl RemoteLink {
         match self.ask(Request::AttachSession(attach)).await? {
             ResponseBody::Attached(a) => {
                 self.session = a.session;
+                self.seen = None;
                 Ok(usize::try_from(a.replaying).unwrap_or(usize::MAX))
             }
             other => Err(unexpected(&other).into()),
@@ -183,11 +289,15 @@ impl SessionLink for RemoteLink {
     }
 
     async fn send(&mut self, text: &str) -> Result<(), LinkError> {
-        let send = SendMessage {
-            session: self.session.id.clone(),
-            text: text.to_owned(),
-        };
-        self.ask(Request::SendMessage(send)).await.map(drop)
+        let text = text.to_owned();
+        self.ask_session(|session| {
+            Request::SendMessage(SendMessage {
+                session,
+                text: text.clone(),
+            })
+        })
+        .await
+        .map(drop)
     }
 
     async fn interrupt(&mut self) -> Result<(), LinkError> {
@@ -211,27 +321,26 @@ impl SessionLink for RemoteLink {
     }
 
     async fn compact(&mut self) -> Result<(), LinkError> {
-        let session = self.session.id.clone();
-        self.ask(Request::Compact(Compact { session }))
+        self.ask_session(|session| Request::Compact(Compact { session }))
             .await
             .map(drop)
     }
 
     async fn set_approval(&mut self, mode: ApprovalMode) -> Result<(), LinkError> {
-        let session = self.session.id.clone();
-        self.ask(Request::SetApprovalMode(SetApprovalMode { session, mode }))
+        self.ask_session(|session| Request::SetApprovalMode(SetApprovalMode { session, mode }))
             .await?;
         self.session.approval = mode;
         Ok(())
     }
 
     async fn set_model(&mut self, model: &str) -> Result<(), LinkError> {
-        let session = self.session.id.clone();
-        let set = SetModel {
-            session,
-            model: model.to_owned(),
-        };
-        self.ask(Request::SetModel(set)).await?;
+        self.ask_session(|session| {
+            Request::SetModel(SetModel {
+                session,
+                model: model.to_owned(),
+            })
+        })
+        .await?;
         self.session.model = model.trim().to_owned();
         Ok(())
     }
@@ -241,6 +350,7 @@ impl SessionLink for RemoteLink {
             let e = self.client.events.recv().await?;
             // A late event of a session this connection left is not this one's.
             if e.session == self.session.id {
+                self.seen = Some(e.seq);
                 return Some(e);
             }
         }
@@ -274,6 +384,14 @@ impl SessionLink for RemoteLink {
         Ok(count)
     }
 
+    async fn recover(&mut self) -> Result<bool, LinkError> {
+        self.reconnect().await.map(|()| true)
+    }
+
+    fn notice(&mut self) -> Option<String> {
+        self.notice.take()
+    }
+
     async fn renew(&mut self, delete_old: bool) -> Result<(), LinkError> {
         let old = self.session.id.clone();
         self.create().await?;
@@ -294,8 +412,10 @@ impl SessionLink for RemoteLink {
     }
 
     async fn close(&mut self) {
+        // Not connecting again to leave: a daemon that is gone has left the session already.
         let session = self.session.id.clone();
         let _ = self
+            .client
             .ask(Request::DetachSession(DetachSession { session }))
             .await;
     }
