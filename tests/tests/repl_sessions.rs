@@ -54,11 +54,13 @@ impl Setup {
     }
 }
 
-/// The sessions kept in `dir`.
+/// The sessions kept in `dir`: those with a log (an open session not written yet holds a
+/// directory of its own, for its spill folder, and no log).
 fn kept(dir: &std::path::Path) -> Vec<String> {
     let mut ids: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
             d.filter_map(Result::ok)
+                .filter(|e| e.path().join("log.jsonl").exists())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect()
         })

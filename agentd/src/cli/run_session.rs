@@ -1,7 +1,8 @@
 //! The session `agent run` keeps on disk: created in the store, or reopened with `--resume`.
 //! (Its events are appended, numbered and synced by the engine's journal.)
 
-use crate::store::log::{PendingLog, Record, SessionLog};
+use crate::store::log::{Record, SessionLog};
+use crate::store::pending::PendingLog;
 use crate::store::{Store, StoreError};
 use anyhow::{Context as _, Result};
 use protocol::ids::SessionId;

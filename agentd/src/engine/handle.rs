@@ -257,7 +257,7 @@ impl SessionHandle {
         self.shared.journal.last_seq()
     }
 
-    /// Whether the session has had no message yet, and so is on no disk.
+    /// Whether the session has had no message yet, and so is not kept (false once stopped).
     pub fn is_pending(&self) -> bool {
         self.shared.journal.is_pending()
     }

@@ -4,7 +4,8 @@
 //! events sees every event exactly once.
 
 use crate::store::StoreError;
-use crate::store::log::{PendingLog, SessionLog};
+use crate::store::log::SessionLog;
+use crate::store::pending::PendingLog;
 use protocol::event::{Event, EventEnvelope};
 use protocol::ids::{Seq, SessionId};
 use std::sync::Mutex;
@@ -137,11 +138,12 @@ impl Journal {
 
     /// The folder of the session's spilled outputs, if it is kept.
     pub fn spill_dir(&self) -> Result<Option<std::path::PathBuf>, StoreError> {
-        self.lock()
-            .log
-            .as_ref()
-            .map(SessionLog::spill_dir)
-            .transpose()
+        let inner = self.lock();
+        match (&inner.log, &inner.pending) {
+            (Some(log), _) => log.spill_dir().map(Some),
+            (None, Some(pending)) => pending.spill_dir().map(Some),
+            (None, None) => Ok(None),
+        }
     }
 
     /// Joins: the events after `after` (all with `None`) as kept in the log, then every live one.
@@ -190,12 +192,15 @@ impl Journal {
         Ok((replay, rx))
     }
 
-    /// Stops the journal: the log is synced and closed (its lock released), and every
-    /// subscriber's stream ends.
+    /// Stops the journal: the log is synced and closed (its lock released), or a session never
+    /// written leaves nothing, and every subscriber's stream ends.
     pub fn close(&self) {
         let mut inner = self.lock();
         inner.closed = true;
         inner.subscribers.clear();
+        // Never given a message: its held directory goes (see `PendingLog`).
+        inner.pending = None;
+        inner.early.clear();
         if let Some(mut log) = inner.log.take()
             && let Err(e) = log.sync()
         {
@@ -356,10 +361,9 @@ mod tests {
         let id = journal.session().clone();
         journal.emit(Event::TurnStarted(TurnStarted { turn: 0 }));
         assert!(journal.is_pending());
-        assert!(
-            !store.dir_of(&id).exists(),
-            "nothing on disk before a message"
-        );
+        let log = store.dir_of(&id).join(crate::store::log::LOG_FILE);
+        assert!(!log.exists(), "no log before a message");
+        assert!(store.list_of(0).0.is_empty(), "nothing listed");
         let (early, _live) = journal.subscribe(None).unwrap();
         assert_eq!(
             early.len(),
@@ -392,8 +396,16 @@ mod tests {
         .unwrap();
         let journal = Journal::pending(pending);
         journal.emit(Event::TurnStarted(TurnStarted { turn: 0 }));
+        assert!(
+            journal.spill_dir().unwrap().is_some(),
+            "its spill folder, for its sandbox"
+        );
         journal.close();
-        assert_eq!(std::fs::read_dir(store.root()).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read_dir(store.root()).unwrap().count(),
+            0,
+            "its folder went"
+        );
         assert_eq!(store.count_of(0), 0);
         let _ = std::fs::remove_dir_all(&dir);
     }

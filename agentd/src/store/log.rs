@@ -85,65 +85,17 @@ pub struct SessionLog {
     summary: Option<Entry>,
 }
 
-/// A session's log not written yet: a session is kept on disk only once it has a message, so
-/// a REPL opened and left, or a daemon session created and never used, leaves nothing behind
-/// (nothing to list, count against the per-user limit, or delete). Its id is drawn now, as a
-/// kept session's is, so clients can name the session from the start.
-#[derive(Debug)]
-pub struct PendingLog {
-    /// The store it will be written in.
-    store: Store,
-    /// Its header, written first.
-    header: Header,
-}
-
-impl PendingLog {
-    /// A new session of `owner_uid` in `store`, not written yet.
-    pub fn new(
-        store: &Store,
-        workspace: &Path,
-        model: &str,
-        owner_uid: u32,
-        options: Options,
-    ) -> Result<Self, StoreError> {
-        let id = crate::random::bytes()
-            .map(SessionId::from_random)
-            .map_err(io_err(store.root()))?;
-        let header = Header {
-            agentd_session: FORMAT_VERSION,
-            id,
-            workspace: workspace.to_path_buf(),
-            model: model.to_owned(),
-            owner_uid,
-            created_unix_ms: now_ms(),
-            options,
-        };
-        Ok(Self {
-            store: store.clone(),
-            header,
-        })
-    }
-
-    /// The session's id.
-    pub fn id(&self) -> &SessionId {
-        &self.header.id
-    }
-
-    /// The header it will be written with.
-    pub fn header(&self) -> &Header {
-        &self.header
-    }
-
-    /// Writes the session: its directory (0700, made exclusively: an id drawn twice is an
-    /// error, not a shared log) and its log with the header.
-    pub fn create(self) -> Result<SessionLog, StoreError> {
-        let dir = self.store.dir_of(&self.header.id);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .map_err(io_err(&dir))?;
-        SessionLog::start(&self.store, &dir, self.header).map(|(log, _)| log)
-    }
+/// The spill directory of the session in `session_dir`, created (0700) if missing; in a root
+/// daemon, `owner`'s ([`super::permissions`]), so that the owner's workers can read it.
+pub(super) fn spill_in(session_dir: &Path, owner: u32) -> Result<PathBuf, StoreError> {
+    let dir = session_dir.join(SPILL_DIR);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(&dir)
+        .map_err(io_err(&dir))?;
+    super::permissions::share_spill(session_dir, &dir, owner).map_err(io_err(&dir))?;
+    Ok(dir)
 }
 
 /// Now, milliseconds since the Unix epoch.
@@ -222,7 +174,11 @@ impl SessionLog {
     }
 
     /// Writes the log of `header` in its new directory `dir`, and syncs it and the directory.
-    fn start(store: &Store, dir: &Path, header: Header) -> Result<(Self, Header), StoreError> {
+    pub(super) fn start(
+        store: &Store,
+        dir: &Path,
+        header: Header,
+    ) -> Result<(Self, Header), StoreError> {
         let path = dir.join(LOG_FILE);
         std::fs::OpenOptions::new()
             .write(true)
@@ -339,16 +295,10 @@ impl SessionLog {
     /// The session's spill directory, created (0700) on first use; in a root daemon, the
     /// owner's ([`super::permissions`]), so that the owner's workers can read it.
     pub fn spill_dir(&self) -> Result<PathBuf, StoreError> {
-        let dir = self.path.with_file_name(SPILL_DIR);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(&dir)
-            .map_err(io_err(&dir))?;
-        if let Some(session_dir) = self.path.parent() {
-            super::permissions::share_spill(session_dir, &dir, self.owner).map_err(io_err(&dir))?;
+        match self.path.parent() {
+            Some(session_dir) => spill_in(session_dir, self.owner),
+            None => Err(io_err(&self.path)(std::io::ErrorKind::NotFound.into())),
         }
-        Ok(dir)
     }
 
     /// Writes `value` as one line; its length in bytes, newline included.

@@ -267,11 +267,12 @@ impl SessionLink for LocalLink {
 
     async fn renew(&mut self, delete_old: bool) -> Result<(), LinkError> {
         let (handle, events) = start(&self.recipe, None)?;
+        // One never given a message was never written: nothing to delete (it goes as it stops).
+        let written = !self.handle.is_pending();
         self.handle.stop().await;
         let old = std::mem::replace(&mut self.handle, handle);
         self.events = events;
-        // One never given a message was never written: nothing to delete.
-        match (&self.recipe.store, delete_old && !old.is_pending()) {
+        match (&self.recipe.store, delete_old && written) {
             (Some(store), true) => store
                 .delete(old.id())
                 .map_err(|e| LinkError::Refused(e.to_string())),

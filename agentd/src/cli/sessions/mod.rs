@@ -17,7 +17,6 @@ use std::path::PathBuf;
 /// Arguments of `agent sessions`.
 #[derive(Debug, clap::Args)]
 #[command(
-    args_conflicts_with_subcommands = false,
     after_help = "Sessions come from the running daemon when its socket answers (--socket, or the default socket), else from the state directory of in-process sessions (--state-dir, or the default). A session is kept from its first message on: an `agent` opened and left keeps nothing."
 )]
 pub struct SessionsArgs {
