@@ -1,7 +1,7 @@
 //! The REPL and what happens around it, in a real terminal (`tmux`): the daemon restarting
 //! under a REPL (it connects again, says so in one line, and goes on — no log line over the
-//! prompt), and the REPL's warnings kept in `agent.log` under the state directory instead of on
-//! its screen.
+//! prompt), the REPL's warnings kept in `agent.log` under the state directory instead of on its
+//! screen, and a provider's retry shown on the status line with its cause.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 mod daemon;
@@ -116,6 +116,41 @@ fn a_warning_goes_to_the_log_file_not_the_screen() {
         text.contains("AGENTS.md") && text.contains("symbolic link"),
         "{text}"
     );
+    pane.type_line("/quit");
+    assert_eq!(pane.exit_status(), 0);
+    drop(rt);
+}
+
+#[test]
+fn a_provider_retry_shows_on_the_status_line_with_its_cause_not_as_a_log_line() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockLlm::start(vec![
+        agentd_e2e::mock_llm::Reply::error(503, "the mock is overloaded", &[("retry-after", "2")]),
+        answer("Recovered."),
+    ]));
+    let (ws, home) = (
+        Dir::new("retry-ws", As::Root),
+        Dir::new("retry-home", As::Root),
+    );
+    let mut cmd = agent_against(As::Root, &home.0, &mock.url());
+    cmd.arg("--no-daemon").env("TERM", "xterm-256color");
+    let pane = Pane::start(&cmd, &ws.0);
+    pane.wait_for("/help for commands");
+    pane.type_line("hello");
+    let screen = pane.wait_for("the model call failed");
+    assert!(
+        screen.contains("the mock is overloaded"),
+        "the cause: {screen}"
+    );
+    assert!(screen.contains("try 2 in 2s"), "{screen}");
+    let screen = pane.wait_for("Recovered.");
+    assert!(
+        !screen.contains("WARN"),
+        "no log line on the screen: {screen}"
+    );
+    pane.wait_for_n(TURN_END, 1);
+    let log = std::fs::read_to_string(home.0.join(".local/state/agentd/agent.log")).unwrap();
+    assert!(log.contains("retrying"), "{log}");
     pane.type_line("/quit");
     assert_eq!(pane.exit_status(), 0);
     drop(rt);

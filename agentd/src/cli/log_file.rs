@@ -1,6 +1,7 @@
 //! The REPL's log: a file under the state directory, never the terminal the REPL draws on — a
 //! warning written there landed over the prompt and the spinner (`⠋ working WARN …`). Its path
-//! is in `agent --help` and `/help`.
+//! is in `agent --help` and `/help`. A provider's retry is shown on the status line instead
+//! ([`super::repl_status`]).
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -26,23 +27,31 @@ pub fn path() -> Option<&'static Path> {
 /// with `AGENTD_LOG`. A log that cannot be opened is said once, now, on stderr (before the REPL
 /// draws), and nothing is logged.
 pub fn init(state_dir: Option<&Path>) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false);
-    match state_dir.map(open) {
+    let file = match state_dir.map(open) {
         Some(Ok((file, path))) => {
             let _ = PATH.set(path);
-            let _ = builder.with_writer(std::sync::Mutex::new(file)).try_init();
+            Some(file)
         }
-        failed => {
-            if let Some(Err(e)) = failed {
-                eprintln!("agent: logs are not kept: {e}");
-            }
-            let _ = builder.with_writer(std::io::sink).try_init();
+        Some(Err(e)) => {
+            eprintln!("agent: logs are not kept: {e}");
+            None
         }
-    }
+        None => None,
+    };
+    let to_file = file.map(|file| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(file))
+    });
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(to_file)
+        .with(super::repl_status::RetryLayer)
+        .try_init();
 }
 
 /// Opens the log in `dir` (made 0700 if missing), moved aside first when it is too big.

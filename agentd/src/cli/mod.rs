@@ -5,6 +5,7 @@ pub mod client;
 pub mod log_file;
 pub mod policy_check;
 pub mod repl;
+pub mod repl_status;
 pub mod run;
 pub mod run_input;
 pub mod run_output;
