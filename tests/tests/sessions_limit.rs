@@ -74,6 +74,11 @@ fn at_the_limit_rm_and_prune_free_it_and_the_refusal_names_them() {
         assert_eq!(status, 0, "{out}{err}");
         assert!(out.contains(&format!("removed {a}")), "{out}");
         assert!(!place.log(&a).exists(), "the log is gone");
+        assert!(
+            !summary(&place, &a).exists(),
+            "and its summary in the index"
+        );
+        assert!(summary(&place, &b).exists(), "the other's stays");
         let c3 = used(&mut c, &ws.0).await;
         let refused = c.ask(create(&ws.0)).await;
         assert_eq!(
@@ -93,6 +98,7 @@ fn at_the_limit_rm_and_prune_free_it_and_the_refusal_names_them() {
         for id in [&b, &c3] {
             assert!(out.contains(&format!("removed {id}")), "{out}");
             assert!(!place.log(id).exists());
+            assert!(!summary(&place, id).exists());
         }
         assert!(matches!(
             c.ask(create(&ws.0)).await,
@@ -113,4 +119,13 @@ fn create(ws: &Path) -> protocol::control::Request {
         "model": null, "approval": "on_risk", "max_steps": 10, "title": null}),
     )
     .unwrap()
+}
+
+/// Session `id`'s summary in root's index (`docs/sessions.md`).
+fn summary(place: &Place, id: &SessionId) -> std::path::PathBuf {
+    place
+        .state
+        .0
+        .join("index/0")
+        .join(format!("{}.json", id.as_str()))
 }
