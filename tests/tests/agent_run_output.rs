@@ -122,3 +122,26 @@ fn the_task_comes_from_stdin_with_dash_p_dash_or_a_pipe() {
     assert!(ran.stderr.contains("-p PROMPT"), "{}", ran.stderr);
     assert_eq!(mock.requests().len(), 2, "nothing sent for it");
 }
+
+#[test]
+fn an_edit_shows_as_a_diff_plain_when_not_a_terminal() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let args = serde_json::json!({"path": "notes.txt", "old": "hello", "new": "hello, world"});
+    let mock = rt.block_on(MockLlm::start(vec![
+        openai::call_reply("call_1", "str_replace", args),
+        answer("Edited."),
+    ]));
+    let (home, ws) = (
+        Dir::new("rundiff-home", As::Root),
+        Dir::new("rundiff-ws", As::Root),
+    );
+    std::fs::write(ws.0.join("notes.txt"), "hello\n").unwrap();
+    let ran = run(&mock, &home, &ws, &["-p", "edit the notes"], "");
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let e = &ran.stderr;
+    let call = e.find("→ str_replace").expect(e);
+    let removed = e.find("    - hello\n").expect(e);
+    let added = e.find("    + hello, world\n").expect(e);
+    assert!(call < removed && removed < added, "{e}");
+    assert!(!e.contains('\x1b'), "no colour into a pipe: {e:?}");
+}

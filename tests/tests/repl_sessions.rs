@@ -87,6 +87,13 @@ fn continue_after_an_empty_open_and_quit(s: &Setup, args: &[&str], kept_in: &std
     first.wait_for_n(TURN_END, 1);
     first.type_line("/quit");
     assert_eq!(first.exit_status(), 0);
+    let screen = first.capture(false);
+    assert!(
+        screen.contains(&format!(
+            "session {id} is kept: continue it here with `agent -c`"
+        )),
+        "{screen}"
+    );
     assert_eq!(kept(kept_in), vec![id.clone()]);
 
     let empty = s.pane(args);
@@ -94,6 +101,10 @@ fn continue_after_an_empty_open_and_quit(s: &Setup, args: &[&str], kept_in: &std
     assert_ne!(session_of(&screen), id);
     empty.type_line("/quit");
     assert_eq!(empty.exit_status(), 0);
+    assert!(
+        !empty.capture(false).contains("is kept"),
+        "nothing to continue"
+    );
     assert_eq!(
         kept(kept_in),
         vec![id.clone()],

@@ -1,5 +1,6 @@
 //! `agent run --output-format text` for people: the model's text as it streams, a line per
-//! tool call and its result, what the turn changed, and at the end the session and how to go on
+//! tool call and its result, a `str_replace`'s edit as a diff (coloured only when stderr is a
+//! terminal and `NO_COLOR` is unset), what the turn changed, and at the end the session and how to go on
 //! with it. Where it goes keeps pipes clean: with stdout a terminal, the model's text is written
 //! there as it comes; otherwise everything but the final answer goes to stderr, and stdout gets
 //! the final answer alone. A resumed session's earlier events are shown between two rules, so
@@ -135,17 +136,41 @@ pub fn footer(outcome: &TurnOutcome, session: &SessionId, kept: bool) {
     }
 }
 
+/// The diff a `str_replace` call makes, from its arguments alone. (A `write_file`'s would be
+/// against the file as it is when this line is drawn, which the call may already have changed:
+/// the turn's list of changed files covers it.)
+fn edit_diff(name: &str, arguments: &str) -> Option<String> {
+    if name != "str_replace" {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let text = |key: &str| args.get(key).and_then(|v| v.as_str());
+    let on = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let palette = super::repl::style::Palette { on };
+    Some(super::repl::diff::render(
+        text("old")?,
+        text("new")?,
+        palette,
+    ))
+}
+
 /// A tool call, its result, a subagent's calls, what the turn changed: a line each, on stderr.
 fn describe(event: &Event) {
     match event {
         // One line each, whatever the model put in them (inert::exact: `⏎` for a newline).
-        Event::ToolCallStarted(s) => eprintln!(
-            "→ {} {} [{}: {}]",
-            inert::exact(&s.call.name),
-            inert::exact(&s.call.arguments),
-            s.verdict,
-            inert::exact(&s.reason)
-        ),
+        Event::ToolCallStarted(s) => {
+            eprintln!(
+                "→ {} {} [{}: {}]",
+                inert::exact(&s.call.name),
+                inert::exact(&s.call.arguments),
+                s.verdict,
+                inert::exact(&s.reason)
+            );
+            if let Some(diff) = edit_diff(&s.call.name, &s.call.arguments) {
+                eprintln!("{diff}");
+            }
+        }
         Event::ToolCallFinished(f) => {
             let first = f.content.lines().next().unwrap_or_default();
             let first: String = first.chars().take(100).collect();

@@ -119,6 +119,14 @@ impl<L: SessionLink> Repl<L> {
                 slash::Line::Message(text) => self.turn(&text),
             }
         }
+        if self.link.kept() {
+            let line = format!(
+                "session {} is kept: continue it here with `agent -c` (or `/resume {}`)",
+                self.link.session(),
+                self.link.session()
+            );
+            self.render.note(&line);
+        }
         self.runtime.block_on(self.link.close());
         let Self { runtime, link, .. } = self;
         drop(link);

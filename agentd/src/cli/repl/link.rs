@@ -126,6 +126,9 @@ pub trait SessionLink {
     /// got the session back (a daemon link connects again; an in-process session that stopped
     /// is gone). [`SessionLink::notice`] then says what happened.
     async fn recover(&mut self) -> Result<bool, LinkError>;
+    /// Whether the open session is kept (it has had a message, and there is a store): leaving,
+    /// the REPL says how to continue it.
+    fn kept(&self) -> bool;
     /// What the user should be told about the link itself (it connected again), once.
     fn notice(&mut self) -> Option<String> {
         None

@@ -261,6 +261,10 @@ impl SessionLink for LocalLink {
         Ok(replaying)
     }
 
+    fn kept(&self) -> bool {
+        self.recipe.store.is_some() && !self.handle.is_pending()
+    }
+
     async fn recover(&mut self) -> Result<bool, LinkError> {
         Ok(false)
     }

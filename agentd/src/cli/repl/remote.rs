@@ -384,6 +384,12 @@ impl SessionLink for RemoteLink {
         Ok(count)
     }
 
+    fn kept(&self) -> bool {
+        // Events seen: its history, or this REPL's turns (a session is written at its first
+        // message, and the daemon keeps every session it wrote).
+        self.seen.is_some()
+    }
+
     async fn recover(&mut self) -> Result<bool, LinkError> {
         self.reconnect().await.map(|()| true)
     }
