@@ -41,6 +41,11 @@ pub struct SessionInfo {
     /// it absent (`on_risk`); in bincode it is the last field.
     #[serde(default)]
     pub approval: crate::verdict::ApprovalMode,
+    /// When it was last written to (its newest event), milliseconds since the Unix epoch; 0 for
+    /// a session that has had no message yet and so is kept nowhere (`agent -c` continues the
+    /// newest session with a message). Added after `approval`, the same way: absent is 0.
+    #[serde(default)]
+    pub last_activity_unix_ms: u64,
 }
 
 /// Tokens used, as the provider reported them.

@@ -117,14 +117,18 @@ fn another_users_logs_are_never_opened_for_my_list_or_create() {
         return;
     }
     let rt = runtime();
-    let mock = rt.block_on(MockLlm::start(vec![]));
+    let mock = rt.block_on(MockLlm::start(vec![answer("a"), answer("b"), answer("c")]));
     let place = Place::new("");
     let _d = Daemon::start(&place, &mock.url());
     open_to_all(&rt, &place);
     let theirs = agentd_e2e::Dir::new("didx-theirs", agentd_e2e::As::User);
-    let request = json!({"type": "create_session", "workspace": theirs.0, "model": null,
+    let create = json!({"type": "create_session", "workspace": theirs.0, "model": null,
         "approval": "on_risk", "max_steps": null, "title": "theirs"});
-    let frames = as_user(&place.socket, &[request.clone(), request.clone(), request]);
+    // Each given a message: a session is written (and so has a log) from its first one.
+    let attach = json!({"type": "attach_session", "session": "$SESSION", "after_seq": null});
+    let send = json!({"type": "send_message", "session": "$SESSION", "text": "hi"});
+    let one = [create, attach, send];
+    let frames = as_user(&place.socket, &[one.clone(), one.clone(), one].concat());
     let ids: Vec<SessionId> = frames
         .iter()
         .filter_map(|f| f["body"]["id"].as_str())

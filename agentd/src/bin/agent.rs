@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
     version,
     about,
     args_conflicts_with_subcommands = true,
-    after_help = "In the REPL: type a task and press Enter; /help lists the slash commands (/todos, /sessions, /resume ID, /model, /approval, /compact, /quit). Ctrl-C interrupts a running turn; Ctrl-C twice at an empty prompt, or Ctrl-D, leaves. Approval prompts take y (once), a (always for this session) or n (no).\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env (in-process), or from the daemon's settings. Output is coloured only on a terminal and without NO_COLOR."
+    after_help = "In the REPL: type a task and press Enter; /help lists the slash commands (/todos, /sessions, /resume ID, /new, /delete, /model, /approval, /compact, /quit); a message that starts with a path (/etc/hosts …) is sent as typed, and //text sends /text. Ctrl-C interrupts a running turn; Ctrl-C twice at an empty prompt, or Ctrl-D, leaves. Approval prompts take y (once), a (always for this session) or n (no).\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env (in-process), or from the daemon's settings. Output is coloured only on a terminal and without NO_COLOR. The REPL's warnings (more with AGENTD_LOG=info) go to agent.log in the state directory ($XDG_STATE_HOME/agentd, else ~/.local/state/agentd), never to its terminal."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,7 +30,7 @@ enum Command {
     Run(Box<agentd::cli::run::RunArgs>),
     /// The whole system on a built-in scripted model: no network, no API key.
     Demo(agentd::demo::DemoArgs),
-    /// List the sessions kept for this user (continue one with `agent` and `/resume ID`, or `agent run --resume ID -p …`).
+    /// The sessions kept for this user: list them, `rm ID…`, `prune --older-than 30d` / `--empty` (continue one with `agent -c`, `/resume ID`, or `agent run --resume ID -p …`).
     Sessions(agentd::cli::sessions::SessionsArgs),
 }
 
@@ -38,7 +38,18 @@ fn main() {
     // Started as a tool-worker (by ourselves)? Then nothing else may happen first.
     agentd::worker::spawn::run_as_worker_if_asked();
     let cli = Cli::parse();
-    agentd::cli::init_logging();
+    match &cli.command {
+        // The REPL draws on the terminal: its logs go to a file.
+        None => {
+            let dir = cli
+                .repl
+                .state_dir
+                .clone()
+                .or_else(agentd::store::Store::default_dir);
+            agentd::cli::log_file::init(dir.as_deref());
+        }
+        Some(_) => agentd::cli::init_logging(),
+    }
     // The process holds the API key: no core dumps, /proc/<pid>/{environ,mem} closed.
     let _ = nix::sys::prctl::set_dumpable(false);
     let result = match cli.command {

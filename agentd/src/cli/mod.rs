@@ -1,9 +1,14 @@
 //! Subcommands of the `agentd` binary, each a function from parsed arguments to an exit code, so
 //! the binary stays a thin shell over them.
 
+pub mod client;
+pub mod log_file;
 pub mod policy_check;
 pub mod repl;
+pub mod repl_status;
 pub mod run;
+pub mod run_input;
+pub mod run_output;
 pub mod run_session;
 pub mod sandbox;
 pub mod serve;

@@ -25,9 +25,9 @@ use std::time::Duration;
     after_help = "Exit status: 0 when the model finished; 1 for any other end (max steps, timeout, token budget, error); 2 for usage or configuration errors.\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env."
 )]
 pub struct RunArgs {
-    /// The task.
+    /// The task; `-` reads it from standard input, as does a piped stdin without -p.
     #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
-    pub prompt: String,
+    pub prompt: Option<String>,
     /// The repository to work in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -104,6 +104,7 @@ pub(crate) fn session_id() -> SessionId {
 
 /// Runs `agent run`; returns the exit code.
 pub fn run(args: RunArgs) -> Result<i32> {
+    let prompt = super::run_input::prompt(args.prompt.as_deref())?;
     let store = super::run_session::store(args.state_dir.as_deref())?;
     let resumed = match &args.resume {
         Some(id) => Some(super::run_session::reopen(store.as_ref(), id)?),
@@ -176,8 +177,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .build()
         .context("cannot start the async runtime")?;
     let format = args.output_format.as_str();
-    let outcome = runtime.block_on(drive(built, journal, &args.prompt, format))?;
-    report(&outcome, format, &session);
+    let (outcome, live) = runtime.block_on(drive(built, journal, &prompt, format))?;
+    report(&outcome, format, &session, live.as_ref());
+    if live.is_some() {
+        super::run_output::footer(&outcome, &session, store.is_some());
+    }
     Ok(if outcome.reason == FinishReason::Done {
         0
     } else {
@@ -232,9 +236,11 @@ async fn drive(
     journal: Arc<Journal>,
     prompt: &str,
     format: &str,
-) -> Result<TurnOutcome> {
+) -> Result<(TurnOutcome, Option<super::run_output::Live>)> {
     let handle = crate::engine::start(built, journal, None, Stopping::default());
     let mut events = handle.subscribe(None)?;
+    let mut live = (format == "text")
+        .then(|| super::run_output::Live::new(handle.id().clone(), events.replaying()));
     // Ctrl-C (SIGINT) stops the turn: running calls are killed and answered as interrupted,
     // the history stays well formed, and the outcome is printed as usual.
     let interrupter = handle.clone();
@@ -249,7 +255,7 @@ async fn drive(
     let outcome = loop {
         tokio::select! {
             outcome = &mut turn => break outcome,
-            Some(envelope) = events.next() => ended |= show(&envelope, format),
+            Some(envelope) = events.next() => ended |= show(&envelope, format, live.as_mut()),
         }
     };
     // The turn's last events are already queued: show them up to its end.
@@ -257,15 +263,19 @@ async fn drive(
         let Some(envelope) = events.next().await else {
             break;
         };
-        ended = show(&envelope, format);
+        ended = show(&envelope, format, live.as_mut());
     }
     handle.stop().await;
-    Ok(outcome?)
+    Ok((outcome?, live))
 }
 
-/// One event, as `--output-format` says: a JSON line (stream-json), tool activity on stderr
-/// (text), nothing (json). Returns whether it ended the turn.
-fn show(envelope: &EventEnvelope, format: &str) -> bool {
+/// One event, as `--output-format` says: a JSON line (stream-json), the model's text and tool
+/// activity (text, [`super::run_output`]), nothing (json). Returns whether it ended the turn.
+fn show(
+    envelope: &EventEnvelope,
+    format: &str,
+    live: Option<&mut super::run_output::Live>,
+) -> bool {
     match format {
         "stream-json" => {
             if let Ok(line) = serde_json::to_string(envelope) {
@@ -274,14 +284,22 @@ fn show(envelope: &EventEnvelope, format: &str) -> bool {
                 let _ = out.flush();
             }
         }
-        "text" => describe(&envelope.event),
-        _ => {}
+        _ => {
+            if let Some(live) = live {
+                live.event(&envelope.event);
+            }
+        }
     }
     matches!(envelope.event, Event::TurnFinished(_))
 }
 
 /// The turn's outcome, as `--output-format` says.
-fn report(outcome: &TurnOutcome, format: &str, session: &SessionId) {
+fn report(
+    outcome: &TurnOutcome,
+    format: &str,
+    session: &SessionId,
+    live: Option<&super::run_output::Live>,
+) {
     match format {
         "json" => {
             let calls: Vec<serde_json::Value> = outcome
@@ -302,46 +320,9 @@ fn report(outcome: &TurnOutcome, format: &str, session: &SessionId) {
             println!("{}", inert::json(&v.to_string()));
         }
         "text" => {
-            println!("{}", inert(&outcome.final_text));
+            super::run_output::answer(outcome, live);
             if let Some(m) = &outcome.message {
                 eprintln!("agent: the turn ended ({:?}): {}", outcome.reason, inert(m));
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Tool activity on stderr, for `--output-format text`. The model's and the tools' words are
-/// made [`inert`]: they reach a terminal.
-fn describe(event: &Event) {
-    match event {
-        // One line each, whatever the model put in them (inert::exact: `⏎` for a newline).
-        Event::ToolCallStarted(s) => eprintln!(
-            "→ {} {} [{}: {}]",
-            inert::exact(&s.call.name),
-            inert::exact(&s.call.arguments),
-            s.verdict,
-            inert::exact(&s.reason)
-        ),
-        Event::ToolCallFinished(f) => {
-            let first = f.content.lines().next().unwrap_or_default();
-            let first: String = first.chars().take(100).collect();
-            eprintln!("  {:?} ({} ms) {}", f.status, f.duration_ms, inert(&first));
-        }
-        // A subagent's calls, marked as its own.
-        Event::Subagent(s)
-            if matches!(
-                *s.event,
-                Event::ToolCallStarted(_) | Event::ToolCallFinished(_)
-            ) =>
-        {
-            eprint!("  [subagent {}] ", inert(s.call_id.as_str()));
-            describe(&s.event);
-        }
-        // What the turn changed, from the supervisor's own walk (each path made inert).
-        Event::TurnFinished(t) => {
-            for line in t.changes.iter().flat_map(crate::review::show::lines) {
-                eprintln!("{line}");
             }
         }
         _ => {}

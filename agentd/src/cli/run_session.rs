@@ -2,6 +2,7 @@
 //! (Its events are appended, numbered and synced by the engine's journal.)
 
 use crate::store::log::{Record, SessionLog};
+use crate::store::pending::PendingLog;
 use crate::store::{Store, StoreError};
 use anyhow::{Context as _, Result};
 use protocol::ids::SessionId;
@@ -61,4 +62,18 @@ pub fn create(
     let uid = nix::unistd::geteuid().as_raw();
     let (log, _) = SessionLog::create(store, workspace, model, uid)?;
     Ok(Some(log))
+}
+
+/// A new session in `store`, if there is one, written at its first message ([`PendingLog`]):
+/// a REPL opened and left keeps nothing.
+pub fn pending(
+    store: Option<&Store>,
+    workspace: &Path,
+    model: &str,
+) -> Result<Option<PendingLog>, StoreError> {
+    let Some(store) = store else {
+        return Ok(None);
+    };
+    let uid = nix::unistd::geteuid().as_raw();
+    PendingLog::new(store, workspace, model, uid, Default::default()).map(Some)
 }

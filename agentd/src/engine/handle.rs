@@ -257,6 +257,16 @@ impl SessionHandle {
         self.shared.journal.last_seq()
     }
 
+    /// Whether the session has had no message yet, and so is not kept (false once stopped).
+    pub fn is_pending(&self) -> bool {
+        self.shared.journal.is_pending()
+    }
+
+    /// How many clients watch the session now.
+    pub fn watchers(&self) -> usize {
+        self.shared.journal.subscribers()
+    }
+
     /// Stops the session's task (a running turn is interrupted first) and waits until its
     /// workers are gone and its log is closed.
     pub async fn stop(&self) {

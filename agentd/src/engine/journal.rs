@@ -5,6 +5,7 @@
 
 use crate::store::StoreError;
 use crate::store::log::SessionLog;
+use crate::store::pending::PendingLog;
 use protocol::event::{Event, EventEnvelope};
 use protocol::ids::{Seq, SessionId};
 use std::sync::Mutex;
@@ -22,8 +23,14 @@ pub struct Journal {
 
 #[derive(Debug)]
 struct Inner {
-    /// The session's log; `None` when the session is not kept (no state directory), or closed.
+    /// The session's log; `None` when the session is not kept (no state directory), not yet
+    /// written (`pending`), or closed.
     log: Option<SessionLog>,
+    /// The log to write at the session's first user message, until then.
+    pending: Option<PendingLog>,
+    /// The events before that message, numbered from 1, kept to be written first then (and to
+    /// replay to a client that attaches before).
+    early: Vec<EventEnvelope>,
     /// Sequence numbers handed out when there is no log.
     counted: u64,
     /// Live subscribers. Unbounded, because the session must never wait for a reader: each
@@ -52,11 +59,33 @@ impl Journal {
             session,
             inner: Mutex::new(Inner {
                 log,
+                pending: None,
+                early: Vec::new(),
                 counted: 0,
                 subscribers: Vec::new(),
                 closed: false,
             }),
         }
+    }
+
+    /// The journal of a session written to `pending`'s log at its first user message: until
+    /// then it is on no disk (see [`PendingLog`]).
+    pub fn pending(pending: PendingLog) -> Self {
+        let journal = Self::new(pending.id().clone(), None);
+        journal.lock().pending = Some(pending);
+        journal
+    }
+
+    /// Whether the session waits for its first message to be written (it is on no disk yet).
+    pub fn is_pending(&self) -> bool {
+        self.lock().pending.is_some()
+    }
+
+    /// Clients still subscribed (those whose stream was dropped are not counted).
+    pub fn subscribers(&self) -> usize {
+        let mut inner = self.lock();
+        inner.subscribers.retain(|s| !s.is_closed());
+        inner.subscribers.len()
     }
 
     /// The session.
@@ -78,6 +107,9 @@ impl Journal {
         if inner.closed {
             return inner.last_seq();
         }
+        if matches!(event, Event::UserMessage(_)) {
+            inner.write_pending();
+        }
         let seq = match &mut inner.log {
             Some(log) => append(log, &event),
             None => {
@@ -90,6 +122,9 @@ impl Journal {
             seq,
             event,
         };
+        if inner.pending.is_some() {
+            inner.early.push(envelope.clone());
+        }
         inner
             .subscribers
             .retain(|s| s.send(envelope.clone()).is_ok());
@@ -103,11 +138,12 @@ impl Journal {
 
     /// The folder of the session's spilled outputs, if it is kept.
     pub fn spill_dir(&self) -> Result<Option<std::path::PathBuf>, StoreError> {
-        self.lock()
-            .log
-            .as_ref()
-            .map(SessionLog::spill_dir)
-            .transpose()
+        let inner = self.lock();
+        match (&inner.log, &inner.pending) {
+            (Some(log), _) => log.spill_dir().map(Some),
+            (None, Some(pending)) => pending.spill_dir().map(Some),
+            (None, None) => Ok(None),
+        }
     }
 
     /// Joins: the events after `after` (all with `None`) as kept in the log, then every live one.
@@ -122,14 +158,21 @@ impl Journal {
         after: Option<Seq>,
     ) -> Result<(Vec<EventEnvelope>, mpsc::UnboundedReceiver<EventEnvelope>), JournalError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let (path, upto) = {
+        let (path, upto, early) = {
             let mut inner = self.lock();
             if inner.closed {
                 return Err(JournalError::Closed(self.session.as_str().to_owned()));
             }
             inner.subscribers.push(tx);
             let path = inner.log.as_ref().map(|l| l.path().to_path_buf());
-            (path, inner.last_seq().0)
+            // Before its first message a session's events are in memory only: taken here.
+            let early: Vec<EventEnvelope> = inner
+                .early
+                .iter()
+                .filter(|e| e.seq.0 > after.map_or(0, |s| s.0))
+                .cloned()
+                .collect();
+            (path, inner.last_seq().0, early)
         };
         let after = after.map_or(0, |s| s.0);
         let replay = match path {
@@ -144,17 +187,20 @@ impl Journal {
                     event: r.event,
                 })
                 .collect(),
-            _ => Vec::new(),
+            _ => early,
         };
         Ok((replay, rx))
     }
 
-    /// Stops the journal: the log is synced and closed (its lock released), and every
-    /// subscriber's stream ends.
+    /// Stops the journal: the log is synced and closed (its lock released), or a session never
+    /// written leaves nothing, and every subscriber's stream ends.
     pub fn close(&self) {
         let mut inner = self.lock();
         inner.closed = true;
         inner.subscribers.clear();
+        // Never given a message: its held directory goes (see `PendingLog`).
+        inner.pending = None;
+        inner.early.clear();
         if let Some(mut log) = inner.log.take()
             && let Err(e) = log.sync()
         {
@@ -164,6 +210,25 @@ impl Journal {
 }
 
 impl Inner {
+    /// Writes the pending log, if there is one, with the events before the first message: they
+    /// keep their numbers (the log numbers from 1 as they were). A log that cannot be written
+    /// is reported and the session goes on unrecorded.
+    fn write_pending(&mut self) {
+        let Some(pending) = self.pending.take() else {
+            return;
+        };
+        let early = std::mem::take(&mut self.early);
+        match pending.create() {
+            Ok(mut log) => {
+                for e in &early {
+                    append(&mut log, &e.event);
+                }
+                self.log = Some(log);
+            }
+            Err(e) => tracing::error!("the session is not being recorded: {e}"),
+        }
+    }
+
     fn last_seq(&self) -> Seq {
         match &self.log {
             Some(log) => log.last_seq(),
@@ -275,6 +340,73 @@ mod tests {
             let want: Vec<u64> = (after + 1..=N).collect();
             assert_eq!(seqs, want, "join {i} after {after}: a gap or a repeat");
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_pending_session_is_written_at_its_first_message_with_the_events_before() {
+        let dir =
+            std::env::temp_dir().join(format!("agentd-journal-pending-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(&dir).unwrap();
+        let pending = PendingLog::new(
+            &store,
+            std::path::Path::new("/w"),
+            "m",
+            0,
+            Default::default(),
+        )
+        .unwrap();
+        let journal = Journal::pending(pending);
+        let id = journal.session().clone();
+        journal.emit(Event::TurnStarted(TurnStarted { turn: 0 }));
+        assert!(journal.is_pending());
+        let log = store.dir_of(&id).join(crate::store::log::LOG_FILE);
+        assert!(!log.exists(), "no log before a message");
+        assert!(store.list_of(0).0.is_empty(), "nothing listed");
+        let (early, _live) = journal.subscribe(None).unwrap();
+        assert_eq!(
+            early.len(),
+            1,
+            "a client attaching now sees the early event"
+        );
+        assert_eq!(journal.emit(user("hello")), Seq(2));
+        assert!(!journal.is_pending());
+        journal.close();
+        let (_, loaded) = SessionLog::reopen(&store, &id).unwrap();
+        let seqs: Vec<u64> = loaded.records.iter().map(|r| r.seq.0).collect();
+        assert_eq!(seqs, vec![1, 2], "the early event first, with its number");
+        let (listed, _) = store.list_of(0);
+        assert_eq!(listed.len(), 1, "listed once written");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_pending_session_never_given_a_message_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("agentd-journal-empty-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(&dir).unwrap();
+        let pending = PendingLog::new(
+            &store,
+            std::path::Path::new("/w"),
+            "m",
+            0,
+            Default::default(),
+        )
+        .unwrap();
+        let journal = Journal::pending(pending);
+        journal.emit(Event::TurnStarted(TurnStarted { turn: 0 }));
+        assert!(
+            journal.spill_dir().unwrap().is_some(),
+            "its spill folder, for its sandbox"
+        );
+        journal.close();
+        assert_eq!(
+            std::fs::read_dir(store.root()).unwrap().count(),
+            0,
+            "its folder went"
+        );
+        assert_eq!(store.count_of(0), 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -65,9 +65,31 @@ impl Attachments {
         }
     }
 
-    /// Stops forwarding session `id`; whether it was attached.
-    pub fn detach(&mut self, id: &SessionId) -> bool {
-        self.tasks.remove(id).inspect(JoinHandle::abort).is_some()
+    /// Stops forwarding session `id`; whether it was attached. Returns once the forwarder is
+    /// gone, its subscription with it: the session no longer counts this client as watching.
+    pub async fn detach(&mut self, id: &SessionId) -> bool {
+        let Some(task) = self.tasks.remove(id) else {
+            return false;
+        };
+        task.abort();
+        let _ = task.await;
+        true
+    }
+
+    /// Stops forwarding session `id` now, without waiting for its forwarder to go.
+    pub fn abort(&mut self, id: &SessionId) {
+        if let Some(task) = self.tasks.remove(id) {
+            task.abort();
+        }
+    }
+
+    /// Stops forwarding every session (as [`Attachments::detach`]); returns which they were.
+    pub async fn leave_all(&mut self) -> Vec<SessionId> {
+        let ids: Vec<SessionId> = self.tasks.keys().cloned().collect();
+        for id in &ids {
+            self.detach(id).await;
+        }
+        ids
     }
 }
 

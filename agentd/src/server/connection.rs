@@ -140,12 +140,40 @@ struct FellBehind;
 async fn requests(
     server: &Server,
     peer: Peer,
-    mut reader: FrameReader<OwnedReadHalf>,
+    reader: FrameReader<OwnedReadHalf>,
     encoding: Encoding,
     out: mpsc::Sender<ServerMessage>,
 ) -> Result<(), FellBehind> {
     let dropped = Arc::new(Notify::new());
     let mut attachments = Attachments::new(out.clone(), Arc::clone(&dropped));
+    let ended = answer(
+        server,
+        peer,
+        reader,
+        encoding,
+        &out,
+        &dropped,
+        &mut attachments,
+    )
+    .await;
+    // A session never given a message is on no disk: once the last client attached to it
+    // has left, it goes (one created and never attached stays until deleted or agentd stops).
+    for id in attachments.leave_all().await {
+        server.sessions.forget_if_unused(&id).await;
+    }
+    ended
+}
+
+/// [`requests`]' loop: until the peer leaves, breaks the protocol, falls behind, or goodbye.
+async fn answer(
+    server: &Server,
+    peer: Peer,
+    mut reader: FrameReader<OwnedReadHalf>,
+    encoding: Encoding,
+    out: &mpsc::Sender<ServerMessage>,
+    dropped: &Notify,
+    attachments: &mut Attachments,
+) -> Result<(), FellBehind> {
     loop {
         let read = tokio::select! {
             read = reader.read_message::<ClientMessage>(encoding) => read,
@@ -171,7 +199,7 @@ async fn requests(
                 return Ok(());
             }
         };
-        let answer = super::requests::handle(server, peer, message.request, &mut attachments).await;
+        let answer = super::requests::handle(server, peer, message.request, attachments).await;
         let response = Response {
             id: message.id,
             body: answer.body,

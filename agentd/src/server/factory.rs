@@ -9,7 +9,8 @@ use crate::engine::build::{self, Base, BuildError, Plan};
 use crate::engine::journal::Journal;
 use crate::engine::{SessionHandle, Stopping};
 use crate::settings::Overrides;
-use crate::store::log::{Options, Record, SessionLog};
+use crate::store::log::{Header, Options, Record, SessionLog};
+use crate::store::pending::PendingLog;
 use crate::store::{Store, StoreError};
 use protocol::verdict::ApprovalMode;
 use protocol::worker::RunAs;
@@ -51,7 +52,8 @@ pub struct Factory {
 }
 
 impl Factory {
-    /// A new session of `owner` in `workspace` (canonical), kept in `store`; returns its handle.
+    /// A new session of `owner` in `workspace` (canonical), kept in `store` from its first
+    /// message on ([`PendingLog`]); returns its handle.
     pub fn create(
         &self,
         store: &Store,
@@ -59,17 +61,19 @@ impl Factory {
         workspace: &Path,
         model: Option<String>,
         options: Options,
-    ) -> Result<SessionHandle, StartError> {
+    ) -> Result<(SessionHandle, Header), StartError> {
         let (plan, model) = self.plan(owner, workspace, model, &options)?;
         let prepared = build::prepare(&self.base, plan)?;
-        let (log, _) = SessionLog::create_with(store, workspace, &model, owner.uid, options)?;
-        Ok(self.start(prepared, log, None)?)
+        let pending = PendingLog::new(store, workspace, &model, owner.uid, options)?;
+        let header = pending.header().clone();
+        let handle = self.start(prepared, Journal::pending(pending), None)?;
+        Ok((handle, header))
     }
 
     /// Session `log` again (reopened, its `records` loaded), as it was created.
     pub fn resume(
         &self,
-        header: &crate::store::log::Header,
+        header: &Header,
         log: SessionLog,
         records: &[Record],
         gid: u32,
@@ -85,17 +89,17 @@ impl Factory {
             &header.options,
         )?;
         let prepared = build::prepare(&self.base, plan)?;
-        Ok(self.start(prepared, log, Some(records))?)
+        let journal = Journal::new(log.id().clone(), Some(log));
+        Ok(self.start(prepared, journal, Some(records))?)
     }
 
     fn start(
         &self,
         prepared: build::Prepared,
-        log: SessionLog,
+        journal: Journal,
         records: Option<&[Record]>,
     ) -> Result<SessionHandle, BuildError> {
-        let id = log.id().clone();
-        let journal = Arc::new(Journal::new(id, Some(log)));
+        let journal = Arc::new(journal);
         let broker = Broker::new(self.approval_wait);
         let built = build::build(
             &self.base,

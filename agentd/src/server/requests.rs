@@ -61,12 +61,15 @@ pub async fn handle(
         Request::CreateSession(c) => sessions.create(peer, c).map(ResponseBody::SessionCreated),
         Request::ResumeSession(r) => ok(sessions.resume(peer, &r.session)),
         Request::DeleteSession(d) => {
-            attachments.detach(&d.session);
+            attachments.detach(&d.session).await;
             ok(sessions.delete(peer, &d.session).await)
         }
         Request::AttachSession(a) => return attach(server, peer, a, attachments),
-        Request::DetachSession(d) => match attachments.detach(&d.session) {
-            true => Ok(ResponseBody::Ok),
+        Request::DetachSession(d) => match attachments.detach(&d.session).await {
+            true => {
+                sessions.forget_if_unused(&d.session).await;
+                Ok(ResponseBody::Ok)
+            }
             false => Err(ErrorFrame::new(
                 ErrorCode::NotFound,
                 format!("this connection is not attached to session {}", d.session),
@@ -149,7 +152,7 @@ fn attach(server: &Server, peer: Peer, a: AttachSession, attachments: &mut Attac
     match attached {
         Ok((body, events)) => {
             // Any earlier attachment of this connection to it stops before the replay starts.
-            attachments.detach(&a.session);
+            attachments.abort(&a.session);
             Answer {
                 body,
                 then: Some((a.session, events)),

@@ -141,13 +141,14 @@ impl Sessions {
         self.closing()?;
         let workspace = workspace_of(peer, &c.workspace)?;
         let _one_at_a_time = self.creating.lock().unwrap_or_else(|e| e.into_inner());
-        // The peer's own index, not every user's logs.
-        let theirs = self.store.count_of(peer.uid);
+        // The peer's own index, not every user's logs, and their sessions not written yet:
+        // what `agent sessions` shows them, and what they can remove.
+        let theirs = self.store.count_of(peer.uid) + self.pending_of(peer.uid);
         if theirs >= self.max_per_uid {
             return Err(refuse(
                 ErrorCode::Forbidden,
                 format!(
-                    "you have {theirs} sessions, the most one user may keep (max_sessions_per_uid = {}): delete one first",
+                    "you keep {theirs} sessions, the most one user may (max_sessions_per_uid = {}): remove some with `agent sessions rm ID…` or `agent sessions prune --older-than 7d` (`agent sessions` lists them)",
                     self.max_per_uid
                 ),
             ));
@@ -162,11 +163,32 @@ impl Sessions {
             uid: peer.uid,
             gid: peer.gid,
         };
-        let handle = self
+        let (handle, header) = self
             .factory
             .create(&self.store, owner, &workspace, c.model, options)
             .map_err(start_refusal)?;
-        self.insert(handle)
+        self.insert(handle, header)
+    }
+
+    /// `uid`'s loaded sessions that have had no message, and so are on no disk yet.
+    fn pending_of(&self, uid: u32) -> usize {
+        self.lock()
+            .values()
+            .filter(|l| l.header.owner_uid == uid && l.handle.is_pending())
+            .count()
+    }
+
+    /// Stops and forgets session `id` if it has had no message and no client watches it any
+    /// more (the last attached one left): it was never written, so nothing of it is lost.
+    pub async fn forget_if_unused(&self, id: &SessionId) {
+        let loaded = self.lock().get(id).cloned();
+        if let Some(l) = loaded
+            && l.handle.is_pending()
+            && l.handle.watchers() == 0
+        {
+            l.handle.stop().await;
+            self.lock().remove(id);
+        }
     }
 
     /// Loads stopped session `id` of `peer` from its log; a loaded one is left as it is.
@@ -193,15 +215,11 @@ impl Sessions {
             .factory
             .resume(&loaded.header, log, &loaded.records, peer.gid)
             .map_err(start_refusal)?;
-        self.insert(handle).map(|_| ())
+        self.insert(handle, loaded.header).map(|_| ())
     }
 
-    fn insert(&self, handle: SessionHandle) -> Result<SessionInfo, Refusal> {
+    fn insert(&self, handle: SessionHandle, header: Header) -> Result<SessionInfo, Refusal> {
         let id = handle.id().clone();
-        let header = self
-            .store
-            .header(&id)
-            .map_err(|e| refuse(ErrorCode::Internal, e.to_string()))?;
         let loaded = Loaded { handle, header };
         let info = info_of(&loaded);
         self.lock().insert(id, loaded);
@@ -210,13 +228,22 @@ impl Sessions {
 
     /// Session `id` of `peer` (or any, for an admin) stopped if loaded and idle, then deleted.
     pub async fn delete(&self, peer: Peer, id: &SessionId) -> Result<(), Refusal> {
+        let loaded = self.lock().get(id).cloned();
+        // Not written yet (no message): stopped and forgotten, nothing on disk to remove.
+        if let Some(l) = &loaded
+            && l.handle.is_pending()
+            && (l.header.owner_uid == peer.uid || self.is_admin(peer))
+        {
+            l.handle.stop().await;
+            self.lock().remove(id);
+            return Ok(());
+        }
         // Theirs by their own index; an admin's may be anyone's, by the log's header.
         let visible = self.store.is_owner(peer.uid, id)
             || (self.is_admin(peer) && self.store.header(id).is_ok());
         if !visible {
             return Err(not_found(id));
         }
-        let loaded = self.lock().get(id).cloned();
         if let Some(l) = loaded {
             if matches!(
                 l.handle.state(),
@@ -260,6 +287,22 @@ impl Sessions {
             tracing::warn!("{e}");
         }
         let loaded = self.lock();
+        // Those not written yet (no message) are the peer's too: listed, so that what counts
+        // against their limit is what they see.
+        let pending = loaded
+            .values()
+            .filter(|l| l.handle.is_pending() && !l.handle.is_stopped())
+            .filter(|l| l.header.owner_uid == peer.uid || all_users)
+            .map(|l| SessionInfo {
+                // Cut as a kept session's title is in its summary.
+                title: l
+                    .header
+                    .options
+                    .title
+                    .as_deref()
+                    .map(crate::store::summary::cut),
+                ..info_of(l)
+            });
         let mut sessions: Vec<SessionInfo> = found
             .iter()
             .filter(|s| all_users || s.owner_uid == peer.uid)
@@ -268,6 +311,7 @@ impl Sessions {
                 Some(match loaded.get(&id) {
                     Some(l) => SessionInfo {
                         title: s.title.clone(),
+                        last_activity_unix_ms: s.last_activity_unix_ms,
                         ..info_of(l)
                     },
                     None => SessionInfo {
@@ -280,9 +324,11 @@ impl Sessions {
                         last_seq: protocol::ids::Seq(s.last_seq),
                         title: s.title.clone(),
                         approval: s.approval.unwrap_or_default(),
+                        last_activity_unix_ms: s.last_activity_unix_ms,
                     },
                 })
             })
+            .chain(pending)
             .collect();
         sessions.sort_by_key(|s| s.created_unix_ms);
         Ok(sessions)
@@ -315,6 +361,8 @@ pub fn info_of(l: &Loaded) -> SessionInfo {
         last_seq: l.handle.last_seq(),
         title: l.header.options.title.clone(),
         approval: l.handle.approval_mode(),
+        // Not known here: the listing takes it from the index; 0 says "not written yet".
+        last_activity_unix_ms: 0,
     }
 }
 

@@ -85,6 +85,19 @@ pub struct SessionLog {
     summary: Option<Entry>,
 }
 
+/// The spill directory of the session in `session_dir`, created (0700) if missing; in a root
+/// daemon, `owner`'s ([`super::permissions`]), so that the owner's workers can read it.
+pub(super) fn spill_in(session_dir: &Path, owner: u32) -> Result<PathBuf, StoreError> {
+    let dir = session_dir.join(SPILL_DIR);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(&dir)
+        .map_err(io_err(&dir))?;
+    super::permissions::share_spill(session_dir, &dir, owner).map_err(io_err(&dir))?;
+    Ok(dir)
+}
+
 /// Now, milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -148,6 +161,24 @@ impl SessionLog {
                 Err(e) => return Err(io_err(&dir)(e)),
             }
         };
+        let header = Header {
+            agentd_session: FORMAT_VERSION,
+            id,
+            workspace: workspace.to_path_buf(),
+            model: model.to_owned(),
+            owner_uid,
+            created_unix_ms,
+            options,
+        };
+        Self::start(store, &dir, header)
+    }
+
+    /// Writes the log of `header` in its new directory `dir`, and syncs it and the directory.
+    pub(super) fn start(
+        store: &Store,
+        dir: &Path,
+        header: Header,
+    ) -> Result<(Self, Header), StoreError> {
         let path = dir.join(LOG_FILE);
         std::fs::OpenOptions::new()
             .write(true)
@@ -155,23 +186,14 @@ impl SessionLog {
             .mode(0o600)
             .open(&path)
             .map_err(io_err(&path))?;
-        let file = lock(&path, &id)?;
-        let header = Header {
-            agentd_session: FORMAT_VERSION,
-            id: id.clone(),
-            workspace: workspace.to_path_buf(),
-            model: model.to_owned(),
-            owner_uid,
-            created_unix_ms,
-            options,
-        };
+        let file = lock(&path, &header.id)?;
         let mut log = Self {
-            id,
+            id: header.id.clone(),
             path,
             file,
             next: 1,
             unsynced: false,
-            owner: owner_uid,
+            owner: header.owner_uid,
             store: store.clone(),
             summary: None,
         };
@@ -273,16 +295,10 @@ impl SessionLog {
     /// The session's spill directory, created (0700) on first use; in a root daemon, the
     /// owner's ([`super::permissions`]), so that the owner's workers can read it.
     pub fn spill_dir(&self) -> Result<PathBuf, StoreError> {
-        let dir = self.path.with_file_name(SPILL_DIR);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(&dir)
-            .map_err(io_err(&dir))?;
-        if let Some(session_dir) = self.path.parent() {
-            super::permissions::share_spill(session_dir, &dir, self.owner).map_err(io_err(&dir))?;
+        match self.path.parent() {
+            Some(session_dir) => spill_in(session_dir, self.owner),
+            None => Err(io_err(&self.path)(std::io::ErrorKind::NotFound.into())),
         }
-        Ok(dir)
     }
 
     /// Writes `value` as one line; its length in bytes, newline included.

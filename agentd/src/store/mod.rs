@@ -13,6 +13,7 @@
 //! * [`read`]: loading a log — a torn last line (a crash mid-write) is ignored with a warning,
 //!   and cut off before the writer appends again; any other bad line, or a log written by
 //!   another format version, is an error naming the file and the line.
+//! * [`pending`]: a session not written yet — a log is written at the first user message;
 //! * [`permissions`]: what a root daemon's session owners may reach (their spill folders);
 //! * [`summary`]: what a listing shows of a session, folded from its records (pure);
 //! * [`index`]: those summaries on disk, a directory per owner, so that a listing reads one
@@ -27,6 +28,7 @@ pub mod index;
 mod index_tests;
 pub mod list;
 pub mod log;
+pub mod pending;
 pub mod permissions;
 pub mod read;
 pub mod summary;

@@ -31,6 +31,7 @@ pub fn info() -> SessionInfo {
         last_seq: Seq(12),
         title: Some("fix the parser".into()),
         approval: ApprovalMode::OnRisk,
+        last_activity_unix_ms: 1_796_000_060_000,
     }
 }
 

@@ -111,10 +111,21 @@ impl<L: SessionLink> Repl<L> {
             }
             self.editor.remember(line);
             match slash::parse(line) {
-                Some(Slash::Quit) => break,
-                Some(command) => self.slash(command),
-                None => self.turn(line),
+                slash::Line::Command(Slash::Quit) => break,
+                slash::Line::Command(command) => {
+                    self.slash(command);
+                    self.notice();
+                }
+                slash::Line::Message(text) => self.turn(&text),
             }
+        }
+        if self.link.kept() {
+            let line = format!(
+                "session {} is kept: continue it here with `agent -c` (or `/resume {}`)",
+                self.link.session(),
+                self.link.session()
+            );
+            self.render.note(&line);
         }
         self.runtime.block_on(self.link.close());
         let Self { runtime, link, .. } = self;
@@ -177,7 +188,12 @@ impl<L: SessionLink> Repl<L> {
                     None => return,
                 },
                 Pause::Stopped => {
-                    self.render.error("the session stopped");
+                    // The daemon went away mid-turn: its turn was saved as interrupted.
+                    match self.runtime.block_on(self.link.recover()) {
+                        Ok(true) => self.notice(),
+                        Ok(false) => self.render.error("the session stopped"),
+                        Err(e) => self.render.error(&e.to_string()),
+                    }
                     return;
                 }
             }
@@ -187,12 +203,21 @@ impl<L: SessionLink> Repl<L> {
     /// Gives the session the message `text`; whether it took it.
     fn send(&mut self, text: &str) -> bool {
         self.render.sent = Some(text.to_owned());
-        match self.runtime.block_on(self.link.send(text)) {
+        let sent = self.runtime.block_on(self.link.send(text));
+        self.notice();
+        match sent {
             Ok(()) => true,
             Err(e) => {
                 self.render.error(&e.to_string());
                 false
             }
+        }
+    }
+
+    /// Shows what the link has to say about itself (it connected again), if anything.
+    fn notice(&mut self) {
+        if let Some(notice) = self.link.notice() {
+            self.render.note(&notice);
         }
     }
 
@@ -246,6 +271,10 @@ impl<L: SessionLink> Repl<L> {
                 for line in slash::HELP.lines() {
                     self.render.line(line);
                 }
+                if let Some(log) = crate::cli::log_file::path() {
+                    let line = format!("logs: {}", inert_line(&log.display().to_string()));
+                    self.render.line(&line);
+                }
             }
             Slash::Todos => {
                 for line in render::todo_list(&self.render.todos) {
@@ -268,9 +297,15 @@ impl<L: SessionLink> Repl<L> {
             }
             Slash::Approval(Some(name)) => self.set_approval(&name),
             Slash::Compact => self.compact(),
+            Slash::New => self.renew(false),
+            Slash::Delete(ids) if ids.is_empty() => self.renew(true),
+            Slash::Delete(ids) => self.delete(&ids),
             Slash::Quit => {}
             Slash::Unknown(what) => {
-                let line = format!("unknown command {}: /help lists them", inert(&what));
+                let line = format!(
+                    "unknown command {}: /help lists them (to send it as a message, start it with //)",
+                    inert(&what)
+                );
                 self.render.error(&line);
             }
         }
@@ -339,6 +374,37 @@ impl<L: SessionLink> Repl<L> {
                 }
             }
             Err(e) => self.render.error(&e.to_string()),
+        }
+    }
+
+    /// Goes on in a new session here (`/new`); with `delete_old` the one left is deleted
+    /// (`/delete` alone).
+    fn renew(&mut self, delete_old: bool) {
+        let old = self.link.session().clone();
+        match self.runtime.block_on(self.link.renew(delete_old)) {
+            Ok(()) => {
+                let what = if delete_old { "deleted" } else { "left" };
+                let line = format!(
+                    "{what} session {old}; this is a new one: {}",
+                    self.link.session()
+                );
+                self.render.note(&line);
+            }
+            Err(e) => self.render.error(&e.to_string()),
+        }
+    }
+
+    /// Deletes the sessions `ids` (the open one: as `/delete` alone).
+    fn delete(&mut self, ids: &[String]) {
+        for id in ids {
+            if id == self.link.session().as_str() {
+                self.renew(true);
+                continue;
+            }
+            match self.runtime.block_on(self.link.delete(id)) {
+                Ok(()) => self.render.note(&format!("deleted session {}", inert(id))),
+                Err(e) => self.render.error(&format!("{}: {e}", inert(id))),
+            }
         }
     }
 

@@ -44,6 +44,38 @@ pub enum Start {
     Last,
 }
 
+/// A listed session, as `agent -c` weighs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// Where it works.
+    pub workspace: &'a std::path::Path,
+    /// Who made it.
+    pub owner_uid: u32,
+    /// When it was last written to; 0 when it never was (no message yet).
+    pub last_activity_unix_ms: u64,
+    /// Whether it has events (a session written before sessions waited for their first
+    /// message may have none).
+    pub has_events: bool,
+}
+
+/// The session `agent -c` continues: the one written to last, among those of `uid` in
+/// `workspace` that have had a message — never an empty one a REPL opened and left, nor one of
+/// another directory or user.
+pub fn newest_here<'a>(
+    sessions: impl IntoIterator<Item = Candidate<'a>>,
+    workspace: &std::path::Path,
+    uid: u32,
+) -> Option<String> {
+    sessions
+        .into_iter()
+        .filter(|s| s.workspace == workspace && s.owner_uid == uid)
+        .filter(|s| s.has_events && s.last_activity_unix_ms > 0)
+        .max_by_key(|s| s.last_activity_unix_ms)
+        .map(|s| s.id.to_owned())
+}
+
 /// How the first session was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opened {
@@ -90,6 +122,51 @@ pub trait SessionLink {
     async fn sessions(&mut self) -> Result<Vec<Listed>, LinkError>;
     /// Switches to stored session `id`; its history then comes as events: returns how many.
     async fn resume(&mut self, id: &str) -> Result<usize, LinkError>;
+    /// After the session's events ended unasked (`next_event` gave `None`): whether the link
+    /// got the session back (a daemon link connects again; an in-process session that stopped
+    /// is gone). [`SessionLink::notice`] then says what happened.
+    async fn recover(&mut self) -> Result<bool, LinkError>;
+    /// Whether the open session is kept (it has had a message, and there is a store): leaving,
+    /// the REPL says how to continue it.
+    fn kept(&self) -> bool;
+    /// What the user should be told about the link itself (it connected again), once.
+    fn notice(&mut self) -> Option<String> {
+        None
+    }
+    /// Leaves the open session for a new one in the same directory (`/new`); with
+    /// `delete_old`, deletes the one left (`/delete`).
+    async fn renew(&mut self, delete_old: bool) -> Result<(), LinkError>;
+    /// Deletes stored session `id` (not the open one: see [`SessionLink::renew`]).
+    async fn delete(&mut self, id: &str) -> Result<(), LinkError>;
     /// Stops the linked session (in-process) or leaves it (daemon).
     async fn close(&mut self);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn continue_takes_the_newest_written_session_of_this_directory_and_user() {
+        let here = Path::new("/w/here");
+        let there = Path::new("/w/there");
+        let c = |id, workspace, owner_uid, last_activity_unix_ms, has_events| Candidate {
+            id,
+            workspace,
+            owner_uid,
+            last_activity_unix_ms,
+            has_events,
+        };
+        let list = [
+            c("old", here, 1000, 100, true),
+            c("talked", here, 1000, 300, true),
+            c("empty-legacy", here, 1000, 900, false),
+            c("pending", here, 1000, 0, true),
+            c("elsewhere", there, 1000, 950, true),
+            c("someone-else", here, 1001, 990, true),
+        ];
+        assert_eq!(newest_here(list, here, 1000).as_deref(), Some("talked"));
+        assert_eq!(newest_here(list, Path::new("/w/none"), 1000), None);
+    }
 }

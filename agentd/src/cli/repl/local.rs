@@ -78,14 +78,20 @@ impl LocalLink {
     }
 }
 
-/// The newest session of this user in the recipe's workspace.
+/// The session `agent -c` continues ([`super::link::newest_here`]), from the recipe's store.
 fn last_here(recipe: &Recipe) -> Option<String> {
-    let uid = nix::unistd::geteuid().as_raw();
     let (sessions, _) = recipe.store.as_ref()?.list();
-    sessions
-        .into_iter()
-        .find(|s| s.workspace == recipe.workspace && s.owner_uid == uid)
-        .map(|s| s.id)
+    super::link::newest_here(
+        sessions.iter().map(|s| super::link::Candidate {
+            id: &s.id,
+            workspace: &s.workspace,
+            owner_uid: s.owner_uid,
+            last_activity_unix_ms: s.last_activity_unix_ms,
+            has_events: s.last_seq > 0,
+        }),
+        &recipe.workspace,
+        nix::unistd::geteuid().as_raw(),
+    )
 }
 
 /// Builds and starts a session: a new one, or stored session `resumed` again.
@@ -112,7 +118,7 @@ fn start(
         read_only: false,
     };
     let prepared = build::prepare(&recipe.base, plan).map_err(|e| session(&e))?;
-    let (log, records): (_, Option<Vec<Record>>) = match resumed {
+    let (journal, records): (_, Option<Vec<Record>>) = match resumed {
         Some(id) => {
             let reopened = crate::cli::run_session::reopen(recipe.store.as_ref(), id)
                 .map_err(|e| session(&format!("{e:#}")))?;
@@ -122,22 +128,24 @@ fn start(
                     reopened.workspace.display()
                 )));
             }
-            (Some(reopened.log), Some(reopened.records))
+            let journal = Journal::new(reopened.id, Some(reopened.log));
+            (journal, Some(reopened.records))
         }
-        None => (
-            crate::cli::run_session::create(
+        None => {
+            let pending = crate::cli::run_session::pending(
                 recipe.store.as_ref(),
                 &recipe.workspace,
                 &recipe.settings.model,
             )
-            .map_err(|e| session(&e))?,
-            None,
-        ),
+            .map_err(|e| session(&e))?;
+            let journal = match pending {
+                Some(p) => Journal::pending(p),
+                None => Journal::new(crate::cli::run::session_id(), None),
+            };
+            (journal, None)
+        }
     };
-    let id = log
-        .as_ref()
-        .map_or_else(crate::cli::run::session_id, |l| l.id().clone());
-    let journal = Arc::new(Journal::new(id, log));
+    let journal = Arc::new(journal);
     let broker = Broker::new(APPROVAL_WAIT);
     let built = build::build(
         &recipe.base,
@@ -251,6 +259,39 @@ impl SessionLink for LocalLink {
         let replaying = events.replaying();
         (self.handle, self.events) = (handle, events);
         Ok(replaying)
+    }
+
+    fn kept(&self) -> bool {
+        self.recipe.store.is_some() && !self.handle.is_pending()
+    }
+
+    async fn recover(&mut self) -> Result<bool, LinkError> {
+        Ok(false)
+    }
+
+    async fn renew(&mut self, delete_old: bool) -> Result<(), LinkError> {
+        let (handle, events) = start(&self.recipe, None)?;
+        // One never given a message was never written: nothing to delete (it goes as it stops).
+        let written = !self.handle.is_pending();
+        self.handle.stop().await;
+        let old = std::mem::replace(&mut self.handle, handle);
+        self.events = events;
+        match (&self.recipe.store, delete_old && written) {
+            (Some(store), true) => store
+                .delete(old.id())
+                .map_err(|e| LinkError::Refused(e.to_string())),
+            _ => Ok(()),
+        }
+    }
+
+    async fn delete(&mut self, id: &str) -> Result<(), LinkError> {
+        let Some(store) = &self.recipe.store else {
+            return Err(LinkError::Refused(
+                "sessions are not kept here (no state directory): there is none to delete".into(),
+            ));
+        };
+        let mut source = crate::cli::sessions::source::Source::Store(store.clone());
+        source.remove(id).await.map_err(LinkError::Refused)
     }
 
     async fn close(&mut self) {

@@ -111,13 +111,19 @@ impl Renderer {
             return;
         }
         let frame = self.spinner.map_or(0, |f| (f + 1) % FRAMES.len());
-        let doing = self
-            .todos
-            .iter()
-            .find(|t| t.status == TodoStatus::InProgress)
-            .map(|t| inert(&t.active_form).into_owned())
-            .filter(|t| !t.is_empty())
+        // A provider retrying says so, and why, rather than "working" (`cli::repl_status`).
+        let doing = crate::cli::repl_status::current()
+            .or_else(|| {
+                self.todos
+                    .iter()
+                    .find(|t| t.status == TodoStatus::InProgress)
+                    .map(|t| inert(&t.active_form).into_owned())
+                    .filter(|t| !t.is_empty())
+            })
             .unwrap_or_else(|| "working".into());
+        // One line: a longer one would wrap, and `\r` would redraw only its last row.
+        let room = crate::approval_view::columns(std::io::stdout()).saturating_sub(3);
+        let doing: String = doing.chars().take(room.max(10)).collect();
         let text = format!(
             "\r{} {}\x1b[K",
             FRAMES[frame],
