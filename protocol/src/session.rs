@@ -81,6 +81,41 @@ pub enum FinishReason {
     Interrupted,
     /// The model provider failed after its retries, or the supervisor hit an error.
     Error,
+    /// The model's output limit ended its answer (OpenAI `length`, Anthropic `max_tokens`,
+    /// Gemini `MAX_TOKENS`) with no call to go on with, or cut its calls more often than a
+    /// turn repairs them.
+    OutputLimit,
+    /// The model declined to answer (an OpenAI `refusal`, Anthropic `stop_reason: refusal`).
+    Refused,
+    /// The provider's content filter stopped the answer or blocked the prompt (OpenAI
+    /// `content_filter`; Gemini `SAFETY`, `RECITATION`, `PROHIBITED_CONTENT`, `BLOCKLIST`,
+    /// `SPII`, a `promptFeedback.blockReason`).
+    Filtered,
+    /// The model kept writing tool calls the provider could not parse (Gemini
+    /// `MALFORMED_FUNCTION_CALL`), more often than a turn repairs them.
+    MalformedCall,
+    /// The conversation no longer fits the model's context window, even after compacting
+    /// (a provider's context-length error, Anthropic `model_context_window_exceeded`).
+    ContextOverflow,
+}
+
+impl FinishReason {
+    /// Its name on the wire (`done`, `max_steps`, `output_limit`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Done => "done",
+            FinishReason::MaxSteps => "max_steps",
+            FinishReason::Timeout => "timeout",
+            FinishReason::TokenBudget => "token_budget",
+            FinishReason::Interrupted => "interrupted",
+            FinishReason::Error => "error",
+            FinishReason::OutputLimit => "output_limit",
+            FinishReason::Refused => "refused",
+            FinishReason::Filtered => "filtered",
+            FinishReason::MalformedCall => "malformed_call",
+            FinishReason::ContextOverflow => "context_overflow",
+        }
+    }
 }
 
 /// One entry of the agent's todo list.

@@ -8,6 +8,7 @@ mod fitting;
 pub mod git_reminder;
 pub mod interrupt;
 pub mod mode_cell;
+pub mod outcome;
 pub mod owner_files;
 pub mod policy_cell;
 pub mod resume;

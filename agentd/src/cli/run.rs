@@ -12,7 +12,6 @@ use crate::settings::Overrides;
 use anyhow::{Context as _, Result};
 use protocol::event::{Event, EventEnvelope};
 use protocol::ids::SessionId;
-use protocol::session::FinishReason;
 use protocol::verdict::ApprovalMode;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -22,7 +21,7 @@ use std::time::Duration;
 /// Arguments of `agent run`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit status: 0 when the model finished; 1 for any other end (max steps, timeout, token budget, error); 2 for usage or configuration errors.\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env."
+    after_help = "Exit status: 0 when the model finished; 1 for the turn's limits and errors (max steps, timeout, token budget, interrupted, error); 2 for usage or configuration errors; 3 cut off by the output limit; 4 the model refused; 5 stopped by the provider's content filter; 6 malformed tool calls; 7 the context window is full.\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env."
 )]
 pub struct RunArgs {
     /// The task.
@@ -178,11 +177,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let format = args.output_format.as_str();
     let outcome = runtime.block_on(drive(built, journal, &args.prompt, format))?;
     report(&outcome, format, &session);
-    Ok(if outcome.reason == FinishReason::Done {
-        0
-    } else {
-        1
-    })
+    Ok(crate::agent::outcome::exit_code(outcome.reason))
 }
 
 /// The workspace: `--workspace`, else the resumed session's, else the current directory;
@@ -284,27 +279,14 @@ fn show(envelope: &EventEnvelope, format: &str) -> bool {
 fn report(outcome: &TurnOutcome, format: &str, session: &SessionId) {
     match format {
         "json" => {
-            let calls: Vec<serde_json::Value> = outcome
-                .tool_calls
-                .iter()
-                .map(|(c, status)| serde_json::json!({"id": c.id.as_str(), "name": c.name, "arguments": c.arguments, "status": status}))
-                .collect();
-            let v = serde_json::json!({
-                "result": outcome.final_text,
-                "finish_reason": outcome.reason,
-                "message": outcome.message,
-                "usage": outcome.usage,
-                "session_id": session,
-                "tool_calls": calls,
-                "changes": outcome.changes,
-            });
+            let v = crate::agent::outcome::json(outcome, session);
             // The same value, with what serde leaves raw (C1, bidi) escaped too.
             println!("{}", inert::json(&v.to_string()));
         }
         "text" => {
             println!("{}", inert(&outcome.final_text));
-            if let Some(m) = &outcome.message {
-                eprintln!("agent: the turn ended ({:?}): {}", outcome.reason, inert(m));
+            if let Some(line) = crate::agent::outcome::text_line(outcome) {
+                eprintln!("{line}");
             }
         }
         _ => {}

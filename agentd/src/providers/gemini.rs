@@ -246,6 +246,14 @@ fn absorb(
         };
     }
     let mut added = Absorbed::default();
+    // A prompt blocked before any answer: no candidates, only the reason.
+    if let Some(reason) = v
+        .pointer("/promptFeedback/blockReason")
+        .and_then(Value::as_str)
+    {
+        r.finish_reason = Some(format!("blockReason:{reason}"));
+        added.finished = true;
+    }
     let Some(candidate) = v.pointer("/candidates/0") else {
         return Ok(added);
     };
@@ -304,12 +312,18 @@ fn absorb(
         r.finish_reason = Some(reason.to_owned());
         added.finished = true;
     }
+    if let Some(message) = candidate.get("finishMessage").and_then(Value::as_str) {
+        r.finish_message = Some(super::http::head(message));
+    }
     Ok(added)
 }
 
 /// A whole (non-streamed) response.
 pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
-    if v.get("candidates").is_none() && v.get("error").is_none() {
+    if v.get("candidates").is_none()
+        && v.get("error").is_none()
+        && v.get("promptFeedback").is_none()
+    {
         return Err(ProviderError::Malformed {
             provider: PROVIDER,
             message: "the response has no candidates".into(),

@@ -171,10 +171,15 @@ pub fn parse_completion(v: &Value) -> Result<ModelResponse, ProviderError> {
     let message = choice
         .get("message")
         .ok_or_else(|| malformed("the choice has no message".into()))?;
+    let refusal = message
+        .get("refusal")
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty());
     let mut response = ModelResponse {
         text: message
             .get("content")
             .and_then(Value::as_str)
+            .or(refusal)
             .unwrap_or_default()
             .to_owned(),
         usage: v.get("usage").map(usage_of).unwrap_or_default(),
@@ -184,6 +189,9 @@ pub fn parse_completion(v: &Value) -> Result<ModelResponse, ProviderError> {
             .map(str::to_owned),
         ..ModelResponse::default()
     };
+    if refusal.is_some() {
+        response.finish_reason = Some(REFUSAL.into());
+    }
     for (i, call) in message
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -223,9 +231,16 @@ pub struct StreamAccumulator {
     calls: BTreeMap<u64, PartialCall>,
     usage: TokenUsage,
     finish_reason: Option<String>,
+    /// Whether a `refusal` arrived: its text goes in the answer's text, to be shown.
+    refused: bool,
     /// Bytes kept so far (see [`StreamReader::size`]).
     size: usize,
 }
+
+/// The finish reason an answer that came as a `refusal` gets: OpenAI ends it with `stop`, and
+/// says it was a refusal only by the field its text came in
+/// (<https://platform.openai.com/docs/guides/structured-outputs#refusals>).
+const REFUSAL: &str = "refusal";
 
 impl StreamReader for StreamAccumulator {
     fn feed(
@@ -291,10 +306,16 @@ impl StreamAccumulator {
             let Some(delta) = choice.get("delta") else {
                 continue;
             };
+            let refusal = delta
+                .get("refusal")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty());
+            self.refused |= refusal.is_some();
             if let Some(text) = delta
                 .get("content")
                 .and_then(Value::as_str)
                 .filter(|t| !t.is_empty())
+                .or(refusal)
             {
                 self.text.push_str(text);
                 self.size += text.len();
@@ -357,7 +378,11 @@ impl StreamAccumulator {
             text: self.text,
             tool_calls,
             usage: self.usage,
-            finish_reason: self.finish_reason,
+            finish_reason: if self.refused {
+                Some(REFUSAL.into())
+            } else {
+                self.finish_reason
+            },
             ..ModelResponse::default()
         }
     }

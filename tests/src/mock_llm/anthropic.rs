@@ -65,3 +65,15 @@ pub fn message(text: &str, calls: &[(&str, &str, Value)]) -> Value {
     ));
     json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content, "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" }, "usage": {"input_tokens": 11, "output_tokens": 7}})
 }
+/// A streamed message of `text` ended by `stop_reason` (`max_tokens`, `refusal`,
+/// `model_context_window_exceeded`, …: <https://docs.anthropic.com/en/api/handling-stop-reasons>).
+pub fn stopped_reply(text_: &str, stop_reason: &str) -> super::Reply {
+    super::Reply::events(vec![
+        start(40),
+        text_block(0),
+        text(0, text_),
+        stop_block(0),
+        delta(stop_reason, 12),
+        stop(),
+    ])
+}

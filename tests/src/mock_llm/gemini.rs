@@ -55,3 +55,20 @@ pub fn signed(mut part: Value, signature: &str) -> Value {
     part["thoughtSignature"] = json!(signature);
     part
 }
+/// A candidate stopped by `reason` with no content, as Gemini ends a `SAFETY`, `RECITATION` or
+/// `PROHIBITED_CONTENT` stop (with its `safetyRatings`), or a `MALFORMED_FUNCTION_CALL` (with a
+/// `finishMessage` quoting the call it could not parse)
+/// (<https://ai.google.dev/api/generate-content#FinishReason>, `Candidate.finishMessage`).
+pub fn stopped(reason: &str, finish_message: Option<&str>) -> Value {
+    let mut candidate = json!({"content": {"role": "model"}, "finishReason": reason, "index": 0,
+        "safetyRatings": [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": if reason == "SAFETY" { "HIGH" } else { "NEGLIGIBLE" }}]});
+    if let Some(m) = finish_message {
+        candidate["finishMessage"] = json!(m);
+    }
+    json!({"candidates": [candidate], "usageMetadata": {"promptTokenCount": 30, "totalTokenCount": 30}})
+}
+/// A prompt blocked before any answer: no candidates, only `promptFeedback.blockReason`
+/// (<https://ai.google.dev/api/generate-content#PromptFeedback>, `BlockReason`).
+pub fn blocked(reason: &str) -> Value {
+    json!({"promptFeedback": {"blockReason": reason, "safetyRatings": []}, "usageMetadata": {"promptTokenCount": 30, "totalTokenCount": 30}})
+}

@@ -57,3 +57,22 @@ pub fn completion(text: Option<&str>, calls: &[(&str, &str, &str)]) -> Value {
     }
     json!({"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
 }
+
+/// A refusal, streamed as OpenAI streams it: the text in `delta.refusal` (not `content`), and
+/// the choice ended with `stop` (<https://platform.openai.com/docs/guides/structured-outputs#refusals>,
+/// "the API response will include a new field called `refusal`"; the chunk's `delta.refusal` in
+/// <https://platform.openai.com/docs/api-reference/chat-streaming/streaming>).
+pub fn refusal_reply(words: &str) -> super::Reply {
+    super::Reply::stream(vec![
+        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": null, "refusal": ""}, "finish_reason": null}]}),
+        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"refusal": words}, "finish_reason": null}]}),
+        finish("stop"),
+    ])
+}
+
+/// An answer the content filter stopped: some text, then `finish_reason: "content_filter"`
+/// ("`content_filter` if content was omitted due to a flag from our content filters",
+/// <https://platform.openai.com/docs/api-reference/chat/object#chat/object-choices>).
+pub fn filtered_reply(partial: &str) -> super::Reply {
+    super::Reply::stream(vec![text(partial), finish("content_filter")])
+}

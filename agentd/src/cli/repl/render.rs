@@ -384,14 +384,7 @@ fn status_word(status: ToolStatus) -> &'static str {
 
 /// The stop reason as the protocol names it.
 pub fn reason_word(reason: FinishReason) -> &'static str {
-    match reason {
-        FinishReason::Done => "done",
-        FinishReason::MaxSteps => "max_steps",
-        FinishReason::Timeout => "timeout",
-        FinishReason::TokenBudget => "token_budget",
-        FinishReason::Interrupted => "interrupted",
-        FinishReason::Error => "error",
-    }
+    reason.as_str()
 }
 
 /// The todo list in one line: how many are done, and what is being done.
