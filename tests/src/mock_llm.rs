@@ -9,6 +9,7 @@
 //! advance.
 
 pub mod anthropic;
+pub mod context;
 pub mod gemini;
 pub mod openai;
 mod strict;
@@ -173,6 +174,8 @@ struct State {
     routes: Mutex<Vec<(String, VecDeque<Reply>)>>,
     /// What was sent that must come back unchanged.
     issued: Mutex<strict::Issued>,
+    /// The context window, tokens ([`context`]); 0 for none.
+    context_limit: std::sync::atomic::AtomicU64,
     /// Body bytes of endless replies written to clients so far.
     endless_sent: std::sync::atomic::AtomicUsize,
     /// When set, chooses every reply from the request's body instead of the script.
@@ -257,6 +260,14 @@ impl MockLlm {
         mock
     }
 
+    /// Gives the mock a context window of `tokens`: a longer request is refused as each service
+    /// refuses a prompt over the model's window ([`context`]).
+    pub fn limit_context(&self, tokens: u64) {
+        self.state
+            .context_limit
+            .store(tokens, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The API root to configure a client with, e.g. `http://127.0.0.1:PORT/v1`.
     pub fn url(&self) -> String {
         format!("http://{}/v1", self.addr)
@@ -337,7 +348,11 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     }
     let raw_body = String::from_utf8_lossy(&buf[header_end..]).into_owned();
     let body = serde_json::from_str(&raw_body).unwrap_or(serde_json::Value::Null);
-    let checked = strict::check(&path, &body, &state.issued.lock().unwrap());
+    let limit = state
+        .context_limit
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let checked = strict::check(&path, &body, &state.issued.lock().unwrap())
+        .and_then(|()| context::overflow(&path, raw_body.len(), limit).map_or(Ok(()), Err));
     let scripted = match (&checked, &state.responder.0) {
         (Err(_), _) => None,
         (Ok(()), Some(respond)) => Some(respond(&body)),

@@ -229,16 +229,23 @@ impl Agent {
         };
         // Steps whose calls came cut or malformed, answered with an error so far.
         let mut repairs = 0u32;
+        // Whether the provider already said the history is over the context window this turn.
+        let mut overflowed = false;
+        let mut just_compacted = false;
         for _step in 0..self.limits.max_steps {
             if self.stop_after_step.is_set() {
                 let message = "agentd is shutting down: the turn stopped after its last whole step; resume the session to go on".to_owned();
                 return self.finish(out, FinishReason::Interrupted, Some(message));
             }
-            let mut usage = out.usage;
-            let fitted = self.fit_context(&mut usage).await;
-            out.usage = usage;
-            if let Err(message) = fitted {
-                return self.finish(out, FinishReason::Error, Some(message));
+            // Right after the compaction an overflow forced, the step is asked again as it is:
+            // the window the provider named may put the summary itself past the threshold.
+            if !std::mem::take(&mut just_compacted) {
+                let mut usage = out.usage;
+                let fitted = self.fit_context(&mut usage).await;
+                out.usage = usage;
+                if let Err(message) = fitted {
+                    return self.finish(out, FinishReason::Error, Some(message));
+                }
             }
             self.refresh_git().await;
             let response = match self.ask_model(deadline, &mut out).await {
@@ -247,6 +254,26 @@ impl Agent {
                 Err(Ended::Interrupted) => return self.interrupted(out),
                 Err(Ended::Failed(message)) => {
                     return self.finish(out, FinishReason::Error, Some(message));
+                }
+                Err(Ended::Overflow { message, window }) => {
+                    // Once per turn: compact, and ask again; a second overflow ends the turn.
+                    let why = if overflowed {
+                        "even after compacting".to_owned()
+                    } else {
+                        overflowed = true;
+                        let mut usage = out.usage;
+                        let compacted = self.compact_after_overflow(window, &mut usage).await;
+                        out.usage = usage;
+                        match compacted {
+                            Ok(()) => {
+                                just_compacted = true;
+                                continue;
+                            }
+                            Err(why) => format!("and compacting did not help: {why}"),
+                        }
+                    };
+                    let message = format!("{message} ({why})");
+                    return self.finish(out, FinishReason::ContextOverflow, Some(message));
                 }
             };
             if response.tool_calls.is_empty() {
@@ -329,7 +356,13 @@ impl Agent {
             r = tokio::time::timeout(limit, call) => r.map_err(|_| Ended::TimedOut)?,
             () = interrupt.triggered() => return Err(Ended::Interrupted),
         };
-        let response = response.map_err(|e| Ended::Failed(e.to_string()))?;
+        let response = response.map_err(|e| match e.error {
+            crate::providers::ProviderError::ContextOverflow { window, .. } => Ended::Overflow {
+                message: e.to_string(),
+                window,
+            },
+            _ => Ended::Failed(e.to_string()),
+        })?;
         out.usage.add(response.usage);
         if response.usage.input_tokens > 0 {
             self.reported = Some((response.usage.input_tokens, request.messages.len()));
@@ -460,6 +493,11 @@ enum Ended {
     TimedOut,
     Interrupted,
     Failed(String),
+    /// The provider said the history is over the model's context window (and named it).
+    Overflow {
+        message: String,
+        window: Option<u64>,
+    },
 }
 
 /// The result of a call the interrupt stopped before it finished (its worker went with its

@@ -269,6 +269,13 @@ impl Transport {
             Err(_) => Vec::new(),
         };
         let body = String::from_utf8_lossy(&body);
+        if let Some(window) = super::overflow::context_overflow(status, &body) {
+            return ProviderError::ContextOverflow {
+                provider: self.provider,
+                message: error_message(&body),
+                window,
+            };
+        }
         ProviderError::Status {
             provider: self.provider,
             status,

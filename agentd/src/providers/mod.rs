@@ -13,6 +13,7 @@ pub mod http;
 pub mod limits;
 pub mod model;
 pub mod openai;
+pub mod overflow;
 pub mod retry;
 pub mod sse;
 
@@ -115,6 +116,17 @@ pub enum ProviderError {
         /// The server's `x-should-retry`, which overrides the status either way, as the
         /// Anthropic and OpenAI SDKs obey it.
         should_retry: Option<bool>,
+    },
+    /// The request is longer than the model's context window, in the provider's words
+    /// ([`overflow`]). Not retried as it is: the turn compacts the history first.
+    #[error("{provider}: the conversation is longer than the model's context window: {message}")]
+    ContextOverflow {
+        /// Which provider.
+        provider: &'static str,
+        /// The server's message.
+        message: String,
+        /// The window the server named, tokens.
+        window: Option<u64>,
     },
     /// No connection, or it broke before a response.
     #[error("{provider}: cannot reach {url}: {message}")]

@@ -23,13 +23,13 @@ pub(super) struct Issued {
 
 /// The wire format a request path belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
+pub(super) enum Format {
     OpenAi,
     Anthropic,
     Gemini,
 }
 
-fn format_of(path: &str) -> Option<Format> {
+pub(super) fn format_of(path: &str) -> Option<Format> {
     if path.ends_with("/chat/completions") {
         Some(Format::OpenAi)
     } else if path.ends_with("/messages") {
