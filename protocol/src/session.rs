@@ -43,17 +43,34 @@ pub struct SessionInfo {
     pub approval: crate::verdict::ApprovalMode,
 }
 
-/// Tokens used, as the provider reported them.
+/// Tokens used, as the provider reported them, the same in every dialect: `input_tokens` is the
+/// whole prompt, cached or not, and `output_tokens` the whole output, reasoning included; the
+/// other fields say how much of each was what (each provider bills them differently). Anthropic
+/// reports cache reads and writes beside its `input_tokens`, and Gemini its thinking beside its
+/// candidates: they are added in, so that a budget counts every token paid for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TokenUsage {
-    /// Prompt tokens, summed over the turn's model calls.
+    /// Prompt tokens, summed over the turn's model calls (cached ones included).
     pub input_tokens: u64,
-    /// Completion tokens, summed over the turn's model calls.
+    /// Completion tokens, summed over the turn's model calls (reasoning included).
     pub output_tokens: u64,
+    /// Of the input, tokens read from the provider's prompt cache (Anthropic
+    /// `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`, Gemini
+    /// `cachedContentTokenCount`). Absent in logs written before it existed.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Of the input, tokens written to the prompt cache (Anthropic
+    /// `cache_creation_input_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Of the output, the model's reasoning (OpenAI
+    /// `completion_tokens_details.reasoning_tokens`, Gemini `thoughtsTokenCount`).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 impl TokenUsage {
-    /// Input plus output.
+    /// Input plus output: every token of the turn, cached and reasoning ones included.
     pub fn total(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
     }
@@ -62,6 +79,13 @@ impl TokenUsage {
     pub fn add(&mut self, other: TokenUsage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 }
 

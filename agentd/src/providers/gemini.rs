@@ -212,6 +212,24 @@ fn arguments_of(call: &Value) -> String {
     }
 }
 
+/// A `usageMetadata` (each chunk repeats the counts so far; a count it leaves out keeps its
+/// value from `before`). `promptTokenCount` includes `cachedContentTokenCount`, and the thinking
+/// (`thoughtsTokenCount`) is counted beside `candidatesTokenCount`, billed as output
+/// (<https://ai.google.dev/api/generate-content#UsageMetadata>): it is added in.
+fn usage_of(meta: &Value, before: TokenUsage) -> TokenUsage {
+    let n = |k: &str| meta.get(k).and_then(Value::as_u64);
+    let thoughts = n("thoughtsTokenCount").unwrap_or(before.reasoning_tokens);
+    let candidates = n("candidatesTokenCount")
+        .unwrap_or(before.output_tokens.saturating_sub(before.reasoning_tokens));
+    TokenUsage {
+        input_tokens: n("promptTokenCount").unwrap_or(before.input_tokens),
+        output_tokens: candidates.saturating_add(thoughts),
+        cache_read_tokens: n("cachedContentTokenCount").unwrap_or(before.cache_read_tokens),
+        cache_write_tokens: 0,
+        reasoning_tokens: thoughts,
+    }
+}
+
 /// What one chunk added to a response.
 #[derive(Debug, Clone, Copy, Default)]
 struct Absorbed {
@@ -234,16 +252,7 @@ fn absorb(
         });
     }
     if let Some(meta) = v.get("usageMetadata") {
-        r.usage = TokenUsage {
-            input_tokens: meta
-                .get("promptTokenCount")
-                .and_then(Value::as_u64)
-                .unwrap_or(r.usage.input_tokens),
-            output_tokens: meta
-                .get("candidatesTokenCount")
-                .and_then(Value::as_u64)
-                .unwrap_or(r.usage.output_tokens),
-        };
+        r.usage = usage_of(meta, r.usage);
     }
     let mut added = Absorbed::default();
     // A prompt blocked before any answer: no candidates, only the reason.

@@ -141,13 +141,16 @@ fn message_json(m: &Message) -> Value {
     }
 }
 
+/// A `usage` object: `prompt_tokens` include the cached ones and `completion_tokens` the
+/// reasoning ones (<https://platform.openai.com/docs/api-reference/chat/object#chat/object-usage>).
 fn usage_of(v: &Value) -> TokenUsage {
+    let n = |at: &str| v.pointer(at).and_then(Value::as_u64).unwrap_or(0);
     TokenUsage {
-        input_tokens: v.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output_tokens: v
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+        input_tokens: n("/prompt_tokens"),
+        output_tokens: n("/completion_tokens"),
+        cache_read_tokens: n("/prompt_tokens_details/cached_tokens"),
+        cache_write_tokens: 0,
+        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
     }
 }
 

@@ -77,3 +77,11 @@ pub fn stopped_reply(text_: &str, stop_reason: &str) -> super::Reply {
         stop(),
     ])
 }
+/// `message_start` with the prompt cache's counts, which Anthropic reports beside
+/// `input_tokens` (not in it): `cache_read_input_tokens` and `cache_creation_input_tokens`
+/// (<https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#tracking-cache-performance>).
+pub fn start_cached(input_tokens: u64, cache_read: u64, cache_write: u64) -> Value {
+    json!({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": [], "usage": {
+        "input_tokens": input_tokens, "cache_read_input_tokens": cache_read,
+        "cache_creation_input_tokens": cache_write, "output_tokens": 1}}})
+}

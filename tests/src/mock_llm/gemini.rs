@@ -72,3 +72,19 @@ pub fn stopped(reason: &str, finish_message: Option<&str>) -> Value {
 pub fn blocked(reason: &str) -> Value {
     json!({"promptFeedback": {"blockReason": reason, "safetyRatings": []}, "usageMetadata": {"promptTokenCount": 30, "totalTokenCount": 30}})
 }
+/// A last chunk with these parts, `STOP`, and the usage Gemini reports for a thinking model and
+/// a cached prompt: `thoughtsTokenCount` beside `candidatesTokenCount` (not in it), and
+/// `cachedContentTokenCount` inside `promptTokenCount`
+/// (<https://ai.google.dev/api/generate-content#UsageMetadata>).
+pub fn chunk_with_usage(
+    parts: Vec<Value>,
+    prompt: u64,
+    cached: u64,
+    candidates: u64,
+    thoughts: u64,
+) -> Value {
+    json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+           "usageMetadata": {"promptTokenCount": prompt, "cachedContentTokenCount": cached,
+               "candidatesTokenCount": candidates, "thoughtsTokenCount": thoughts,
+               "totalTokenCount": prompt + candidates + thoughts}})
+}

@@ -76,3 +76,15 @@ pub fn refusal_reply(words: &str) -> super::Reply {
 pub fn filtered_reply(partial: &str) -> super::Reply {
     super::Reply::stream(vec![text(partial), finish("content_filter")])
 }
+
+/// The final usage-only chunk with the details OpenAI sends: of the prompt, the tokens read
+/// from its automatic cache; of the completion, the reasoning tokens
+/// (<https://platform.openai.com/docs/api-reference/chat/object#chat/object-usage>:
+/// `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`, each
+/// included in its total).
+pub fn usage_details(input: u64, output: u64, cached: u64, reasoning: u64) -> Value {
+    json!({"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": {
+        "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}})
+}

@@ -319,10 +319,7 @@ impl Renderer {
                 self.line(&painted);
             }
         }
-        let usage = format!(
-            "({} tokens in, {} out)",
-            t.usage.input_tokens, t.usage.output_tokens
-        );
+        let usage = usage_words(&t.usage);
         if t.reason == FinishReason::Done {
             self.note(&usage);
             return;
@@ -380,6 +377,24 @@ fn status_word(status: ToolStatus) -> &'static str {
         ToolStatus::TimedOut => "timed out",
         ToolStatus::Crashed => "crashed",
     }
+}
+
+/// A turn's tokens in words: in and out, and of them the cached and the reasoning ones when
+/// there were any.
+fn usage_words(u: &protocol::session::TokenUsage) -> String {
+    let mut words = format!("({} tokens in", u.input_tokens);
+    if u.cache_read_tokens > 0 || u.cache_write_tokens > 0 {
+        words.push_str(&format!(
+            " ({} read from the cache, {} written to it)",
+            u.cache_read_tokens, u.cache_write_tokens
+        ));
+    }
+    words.push_str(&format!(", {} out", u.output_tokens));
+    if u.reasoning_tokens > 0 {
+        words.push_str(&format!(" ({} reasoning)", u.reasoning_tokens));
+    }
+    words.push(')');
+    words
 }
 
 /// The stop reason as the protocol names it.
