@@ -69,6 +69,16 @@ pub enum Opaque {
         /// The signature, as it arrived.
         signature: String,
     },
+    /// The `reasoning_content` an OpenAI-compatible reasoning server (DeepSeek, vLLM's
+    /// reasoning parsers) sent with the message: DeepSeek's thinking mode refuses a tool step
+    /// whose assistant message comes back without it
+    /// (<https://api-docs.deepseek.com/guides/thinking_mode#tool-calls>), so it goes back on
+    /// messages with tool calls, and only on them (the older `deepseek-reasoner` refused it
+    /// elsewhere).
+    ReasoningContent {
+        /// The text, as it arrived.
+        text: String,
+    },
 }
 
 impl Message {
@@ -222,6 +232,7 @@ impl ModelResponse {
                         Opaque::AnthropicBlock { block, .. } => block.to_string().len(),
                         Opaque::GeminiCallSignature { signature, .. }
                         | Opaque::GeminiTextSignature { signature } => signature.len(),
+                        Opaque::ReasoningContent { text } => text.len(),
                     }
             })
             .sum();

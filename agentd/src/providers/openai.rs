@@ -17,7 +17,7 @@ use super::http::{
     Call, Client, PART_OVERHEAD, StreamReader, Wire, arguments_text as arguments, event_json,
 };
 use super::limits;
-use super::model::{Message, ModelRequest, ModelResponse, Role};
+use super::model::{Message, ModelRequest, ModelResponse, Opaque, Role};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
 use protocol::ids::ToolCallId;
@@ -127,6 +127,13 @@ fn message_json(m: &Message) -> Value {
                     .iter()
                     .map(|c| json!({"id": c.id.as_str(), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
                     .collect();
+                // Only on tool steps: see `Opaque::ReasoningContent`.
+                if let Some(text) = m.opaque.iter().find_map(|o| match o {
+                    Opaque::ReasoningContent { text } => Some(text),
+                    _ => None,
+                }) {
+                    v["reasoning_content"] = json!(text);
+                }
             }
             v
         }
@@ -195,6 +202,15 @@ pub fn parse_completion(v: &Value) -> Result<ModelResponse, ProviderError> {
     if refusal.is_some() {
         response.finish_reason = Some(REFUSAL.into());
     }
+    if let Some(text) = message
+        .get("reasoning_content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        response.opaque.push(Opaque::ReasoningContent {
+            text: text.to_owned(),
+        });
+    }
     for (i, call) in message
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -209,14 +225,21 @@ pub fn parse_completion(v: &Value) -> Result<ModelResponse, ProviderError> {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
-            arguments: arguments(
-                call.pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            ),
+            arguments: arguments(&arguments_of(call.pointer("/function/arguments"))),
         });
     }
     Ok(response)
+}
+
+/// A call's arguments as text: a string as it is (what OpenAI sends, maybe not JSON — dispatch
+/// answers that), and a JSON object as its JSON text (what some llama.cpp and Ollama builds
+/// send: taken as sent, never as `{}`).
+fn arguments_of(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    }
 }
 
 /// A tool call being assembled from stream fragments.
@@ -236,6 +259,8 @@ pub struct StreamAccumulator {
     finish_reason: Option<String>,
     /// Whether a `refusal` arrived: its text goes in the answer's text, to be shown.
     refused: bool,
+    /// The `reasoning_content` deltas so far (see [`Opaque::ReasoningContent`]).
+    reasoning: String,
     /// Bytes kept so far (see [`StreamReader::size`]).
     size: usize,
 }
@@ -314,6 +339,10 @@ impl StreamAccumulator {
                 .and_then(Value::as_str)
                 .filter(|t| !t.is_empty());
             self.refused |= refusal.is_some();
+            if let Some(text) = delta.get("reasoning_content").and_then(Value::as_str) {
+                self.reasoning.push_str(text);
+                self.size += text.len();
+            }
             if let Some(text) = delta
                 .get("content")
                 .and_then(Value::as_str)
@@ -354,13 +383,9 @@ impl StreamAccumulator {
                     call.name = name.to_owned();
                     self.size += name.len();
                 }
-                if let Some(args) = fragment
-                    .pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                {
-                    call.arguments.push_str(args);
-                    self.size += args.len();
-                }
+                let args = arguments_of(fragment.pointer("/function/arguments"));
+                call.arguments.push_str(&args);
+                self.size += args.len();
             }
         }
         Ok(false)
@@ -385,6 +410,13 @@ impl StreamAccumulator {
                 Some(REFUSAL.into())
             } else {
                 self.finish_reason
+            },
+            opaque: if self.reasoning.is_empty() {
+                vec![]
+            } else {
+                vec![Opaque::ReasoningContent {
+                    text: self.reasoning,
+                }]
             },
             ..ModelResponse::default()
         }

@@ -88,3 +88,18 @@ pub fn usage_details(input: u64, output: u64, cached: u64, reasoning: u64) -> Va
         "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
         "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}})
 }
+
+/// A `reasoning_content` fragment, as DeepSeek's thinking mode (and vLLM's reasoning parsers)
+/// stream the model's reasoning beside `content`
+/// (<https://api-docs.deepseek.com/guides/thinking_mode>).
+pub fn reasoning(t: &str) -> Value {
+    json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"reasoning_content": t}, "finish_reason": null}]})
+}
+
+/// A tool-call fragment whose `arguments` is a JSON object, not a string, as some llama.cpp and
+/// Ollama builds send it (the OpenAI reference has a string:
+/// <https://platform.openai.com/docs/api-reference/chat-streaming/streaming>).
+pub fn tool_object_args(index: u64, id: &str, name: &str, args: Value) -> Value {
+    json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": null}]})
+}
