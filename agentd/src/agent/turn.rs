@@ -434,8 +434,9 @@ impl Agent {
         for (call, outcome) in response.tool_calls.iter().zip(outcomes) {
             let outcome =
                 outcome.unwrap_or_else(|| interrupted_call(call, &self.dispatcher, &emit));
+            let failed = outcome.status != ToolStatus::Ok;
             self.messages
-                .push(Message::tool_result(call, outcome.content));
+                .push(Message::tool_outcome(call, outcome.content, failed));
             out.tool_calls.push((call.clone(), outcome.status));
         }
         stopped

@@ -46,7 +46,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub token_budget: Option<u64>,
     /// The model's context window, tokens: past 85 % of it the older history is summarised
-    /// [default: provider.context_window in the config, else 128000].
+    /// [default: provider.context_window in the config, else the model's own, 32768 for an unknown model].
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..))]
     pub context_window: Option<u64>,
     /// Tool calls of one model message run at once.

@@ -125,10 +125,11 @@ fn blocks_of(m: &Message) -> (&'static str, Vec<Value>) {
                 .as_ref()
                 .map(|(id, _)| id.as_str())
                 .unwrap_or_default();
-            (
-                "user",
-                vec![json!({"type": "tool_result", "tool_use_id": id, "content": m.content})],
-            )
+            let mut block = json!({"type": "tool_result", "tool_use_id": id, "content": m.content});
+            if m.is_error {
+                block["is_error"] = json!(true);
+            }
+            ("user", vec![block])
         }
         Role::Assistant => {
             let mut blocks = Vec::new();

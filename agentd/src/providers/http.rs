@@ -72,6 +72,9 @@ pub struct Transport {
     /// The most text, tool arguments and thinking one response may bring (see the module's
     /// comment for the bounds on the wire that follow from it).
     pub max_response_bytes: usize,
+    /// `[provider] headers`, checked ([`super::headers`]), sent with every request.
+    /// Its `Debug` never shows a value that may be a credential.
+    pub extra_headers: super::headers::ExtraHeaders,
 }
 
 /// A wire format: its name, for messages and for the transport.
@@ -168,6 +171,7 @@ impl Transport {
             idle_timeout: Duration::from_secs(120),
             request_timeout: Duration::from_secs(300),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            extra_headers: super::headers::ExtraHeaders::default(),
         })
     }
 
@@ -228,6 +232,9 @@ impl Transport {
     /// Sends the request and waits for the response to start.
     async fn send(&self, call: &Call<'_>) -> Result<reqwest::Response, ProviderError> {
         let mut request = self.http.post(&call.url).json(call.body);
+        for (name, value) in self.extra_headers.pairs() {
+            request = request.header(name.as_str(), value.as_str());
+        }
         for (name, value) in &call.headers {
             request = request.header(*name, value);
         }

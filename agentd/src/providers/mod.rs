@@ -9,6 +9,7 @@
 
 pub mod anthropic;
 pub mod gemini;
+pub mod headers;
 pub mod http;
 pub mod limits;
 pub mod model;
@@ -63,7 +64,8 @@ impl Provider {
     }
 
     /// Applies the config file's `[provider]` keys for the client (`max_tries`,
-    /// `idle_timeout_secs`, `max_response_bytes`, `max_retry_wait_secs`, `max_output_tokens`);
+    /// `idle_timeout_secs`, `max_response_bytes`, `max_retry_wait_secs`, `max_output_tokens`,
+    /// `headers`);
     /// keys not set keep their defaults.
     pub fn configure(&mut self, section: Option<&crate::config::ProviderSection>) {
         let Some(section) = section else { return };
@@ -74,6 +76,9 @@ impl Provider {
             Provider::Gemini(c) => c.max_output_tokens = cap,
         }
         let transport = self.transport_mut();
+        if let Some(headers) = &section.headers {
+            transport.extra_headers = headers.clone();
+        }
         if let Some(secs) = section.max_retry_wait_secs {
             transport.retry.max_delay = Duration::from_secs(secs);
         }

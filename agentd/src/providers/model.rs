@@ -40,6 +40,11 @@ pub struct Message {
     /// reads, to be sent back exactly when the conversation is replayed to it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub opaque: Vec<Opaque>,
+    /// For a tool message: the call failed (an error, a denial, a timeout, a crash), which
+    /// Anthropic is told with `is_error: true`
+    /// (<https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use#handling-results-from-client-tools>).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// A piece of a model's message that only its provider understands and that must go back to it
@@ -90,6 +95,7 @@ impl Message {
             tool_calls: vec![],
             tool_result_for: None,
             opaque: vec![],
+            is_error: false,
         }
     }
 
@@ -101,6 +107,7 @@ impl Message {
             tool_calls: response.tool_calls.clone(),
             tool_result_for: None,
             opaque: response.opaque.clone(),
+            is_error: false,
         }
     }
 
@@ -112,6 +119,15 @@ impl Message {
             tool_calls: vec![],
             tool_result_for: Some((call.id.clone(), call.name.clone())),
             opaque: vec![],
+            is_error: false,
+        }
+    }
+
+    /// The result of `call`, marked failed when `failed`.
+    pub fn tool_outcome(call: &ToolCall, content: impl Into<String>, failed: bool) -> Self {
+        Self {
+            is_error: failed,
+            ..Self::tool_result(call, content)
         }
     }
 }
