@@ -188,6 +188,10 @@ pub struct ProviderSection {
     pub max_tries: Option<u32>,
     /// Longest silence inside a response stream, in seconds (default 120).
     pub idle_timeout_secs: Option<u64>,
+    /// Longest wait for a stream's first event, seconds, for every model (default: 600 for a
+    /// model that thinks before it streams, `providers::limits::thinks_silently`, else the
+    /// idle timeout).
+    pub first_byte_timeout_secs: Option<u64>,
     /// The model's context window, tokens (default: the model's own from
     /// `providers::limits`, 32 768 for a name it does not know); `--context-window` overrides it.
     pub context_window: Option<ContextWindow>,

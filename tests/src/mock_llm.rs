@@ -41,6 +41,17 @@ pub enum Reply {
         /// After the events, send half an event and close (a cut stream).
         cut: bool,
     },
+    /// A 200 event stream that sends its headers at once and then nothing for `silence`, then
+    /// its events without a pause: what an OpenAI reasoning model streams, since it sends no
+    /// event (its reasoning is never streamed) until it answers
+    /// (<https://platform.openai.com/docs/guides/reasoning>: "reasoning tokens are not visible
+    /// via the API"; the first chunk comes once the answer starts).
+    Thinking {
+        /// The silence before the first event.
+        silence: Duration,
+        /// The events' data.
+        events: Vec<String>,
+    },
     /// A 200 response whose body is this text.
     Garbage(String),
     /// A 200 response that never ends: `head` once, then `repeat` again and again, with no
@@ -405,6 +416,18 @@ async fn write_reply(stream: &mut TcpStream, state: &State, reply: Reply) -> std
             out.push_str("\r\n");
             out.push_str(&body);
             stream.write_all(out.as_bytes()).await?;
+        }
+        Reply::Thinking { silence, events } => {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n")
+                .await?;
+            stream.flush().await?;
+            tokio::time::sleep(silence).await;
+            for data in events {
+                stream
+                    .write_all(format!("data: {data}\n\n").as_bytes())
+                    .await?;
+            }
         }
         Reply::Garbage(text) => {
             let out = format!(

@@ -67,6 +67,7 @@ impl Client<Anthropic> {
             stream: self
                 .stream
                 .then_some(|| Box::new(MessageStream::default()) as Box<dyn StreamReader>),
+            model: &req.model,
         };
         self.transport.run(&call, on_text).await
     }

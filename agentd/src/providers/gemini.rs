@@ -79,6 +79,7 @@ impl Client<Gemini> {
             stream: self
                 .stream
                 .then_some(|| Box::new(ResponseStream::default()) as Box<dyn StreamReader>),
+            model: &req.model,
         };
         self.transport.run(&call, on_text).await
     }

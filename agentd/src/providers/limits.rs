@@ -107,6 +107,19 @@ pub fn is_openai_reasoning(model: &str) -> bool {
     })
 }
 
+/// Whether the model may think for minutes before its stream sends anything: OpenAI's
+/// reasoning families (their reasoning is never streamed), Gemini 2.5 and 3 (thoughts are
+/// streamed only when asked for), DeepSeek's reasoner and R1 builds served without a reasoning
+/// parser. A model that streams its thinking (Claude) starts at once.
+pub fn thinks_silently(model: &str) -> bool {
+    let m = bare(model).to_ascii_lowercase();
+    is_openai_reasoning(&m)
+        || m.starts_with("gemini-2.5")
+        || m.starts_with("gemini-3")
+        || m.contains("deepseek-reasoner")
+        || m.contains("-r1")
+}
+
 /// The cap one request carries: its own (`asked`), held to the model's limit (`configured`,
 /// else the table's); else `configured`. `None`: the API's default.
 pub fn request_cap(asked: Option<u32>, configured: Option<u32>, model: &str) -> Option<u32> {

@@ -64,7 +64,7 @@ impl Provider {
     }
 
     /// Applies the config file's `[provider]` keys for the client (`max_tries`,
-    /// `idle_timeout_secs`, `max_response_bytes`, `max_retry_wait_secs`, `max_output_tokens`,
+    /// `idle_timeout_secs`, `first_byte_timeout_secs`, `max_response_bytes`, `max_retry_wait_secs`, `max_output_tokens`,
     /// `headers`);
     /// keys not set keep their defaults.
     pub fn configure(&mut self, section: Option<&crate::config::ProviderSection>) {
@@ -87,6 +87,9 @@ impl Provider {
         }
         if let Some(secs) = section.idle_timeout_secs {
             transport.idle_timeout = Duration::from_secs(secs.max(1));
+        }
+        if let Some(secs) = section.first_byte_timeout_secs {
+            transport.first_event_timeout = Some(Duration::from_secs(secs.max(1)));
         }
         if let Some(bytes) = section.max_response_bytes {
             transport.max_response_bytes = bytes;

@@ -58,6 +58,7 @@ impl Client<OpenAi> {
             stream: self
                 .stream
                 .then_some(|| Box::new(StreamAccumulator::default()) as Box<dyn StreamReader>),
+            model: &req.model,
         };
         self.transport.run(&call, on_text).await
     }

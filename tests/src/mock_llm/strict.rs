@@ -416,7 +416,7 @@ pub(super) fn record(issued: &mut Issued, reply: &Reply) {
         Reply::Json {
             status: 200, body, ..
         } => serde_json::from_str(body).into_iter().collect(),
-        Reply::Sse { events, .. } => events
+        Reply::Sse { events, .. } | Reply::Thinking { events, .. } => events
             .iter()
             .filter_map(|e| serde_json::from_str(e).ok())
             .collect(),
