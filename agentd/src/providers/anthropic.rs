@@ -13,6 +13,8 @@
 //! or a default every Claude model takes). An `error` event inside the stream whose type is the
 //! server's load or failure (`overloaded_error`, the 529 of a stream; `api_error`, its 500) is
 //! retried as that status is (<https://docs.anthropic.com/en/docs/build-with-claude/streaming#error-events>).
+//! A failed tool result carries `is_error: true`; usage adds the prompt cache's reads and writes
+//! to the input, and records them apart.
 
 use super::http::{Call, Client, PART_OVERHEAD, StreamReader, Wire, arguments_text, event_json};
 use super::limits;

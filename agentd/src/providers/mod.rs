@@ -4,8 +4,9 @@
 //! Adapters: OpenAI-compatible chat completions ([`openai`]: OpenAI, OpenRouter, vLLM, Ollama,
 //! llama.cpp), Anthropic Messages ([`anthropic`]) and Gemini ([`gemini`]). What they share —
 //! sending, retrying, error statuses, the SSE loop with its idle timeout, the bound on a
-//! response's size — is [`http`]. Each model's output limit, and the cap a request carries, is
-//! [`limits`].
+//! response's size — is [`http`]. Each model's output limit and context window, and the cap a
+//! request carries, is [`limits`]; a context-length error in each provider's words is
+//! [`overflow`]; `[provider] headers` are checked in [`headers`].
 
 pub mod anthropic;
 pub mod gemini;

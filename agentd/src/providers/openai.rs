@@ -12,6 +12,13 @@
 //! a reasoning model that spent its budget thinking) is left out of the history sent, since an
 //! assistant message's `content` is required unless it has `tool_calls`
 //! (<https://platform.openai.com/docs/api-reference/chat/create#chat-create-messages>).
+//!
+//! What comes back beside the text: a `refusal` (its words become the answer's text, its finish
+//! reason `refusal`), the `reasoning_content` of DeepSeek's thinking mode and vLLM's reasoning
+//! parsers (kept, and sent back on tool steps: [`super::model::Opaque::ReasoningContent`]),
+//! `arguments` as a JSON object from some llama.cpp and Ollama builds (taken as its JSON text),
+//! and usage with `prompt_tokens_details.cached_tokens` and
+//! `completion_tokens_details.reasoning_tokens`.
 
 use super::http::{
     Call, Client, PART_OVERHEAD, StreamReader, Wire, arguments_text as arguments, event_json,
