@@ -379,19 +379,23 @@ fn status_word(status: ToolStatus) -> &'static str {
     }
 }
 
-/// A turn's tokens in words: in and out, and of them the cached and the reasoning ones when
-/// there were any.
+/// A turn's tokens in words: in and out, then how many were read from and written to the
+/// cache and how many were reasoning, when there were any.
 fn usage_words(u: &protocol::session::TokenUsage) -> String {
-    let mut words = format!("({} tokens in", u.input_tokens);
+    let mut words = format!("({} tokens in, {} out", u.input_tokens, u.output_tokens);
+    let mut of_them = Vec::new();
     if u.cache_read_tokens > 0 || u.cache_write_tokens > 0 {
-        words.push_str(&format!(
-            " ({} read from the cache, {} written to it)",
+        of_them.push(format!(
+            "{} read from the cache, {} written to it",
             u.cache_read_tokens, u.cache_write_tokens
         ));
     }
-    words.push_str(&format!(", {} out", u.output_tokens));
     if u.reasoning_tokens > 0 {
-        words.push_str(&format!(" ({} reasoning)", u.reasoning_tokens));
+        of_them.push(format!("{} reasoning", u.reasoning_tokens));
+    }
+    if !of_them.is_empty() {
+        words.push_str("; ");
+        words.push_str(&of_them.join(", "));
     }
     words.push(')');
     words
