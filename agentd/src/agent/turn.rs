@@ -4,7 +4,7 @@
 
 use super::dispatch::{Dispatcher, Emit};
 use crate::providers::Provider;
-use crate::providers::model::{Message, ModelRequest, Role, Stop};
+use crate::providers::model::{Message, ModelRequest, Role};
 use protocol::event::ToolStatus;
 use protocol::event::{
     AssistantMessage, AssistantTextDelta, Event, ToolCall, TurnFinished, TurnStarted, UserMessage,
@@ -227,11 +227,7 @@ impl Agent {
             tool_calls: vec![],
             changes: None,
         };
-        // Steps whose calls came cut or malformed, answered with an error so far.
-        let mut repairs = 0u32;
-        // Whether the provider already said the history is over the context window this turn.
-        let mut overflowed = false;
-        let mut just_compacted = false;
+        let mut repairs = super::repair::Repairs::default();
         for _step in 0..self.limits.max_steps {
             if self.stop_after_step.is_set() {
                 let message = "agentd is shutting down: the turn stopped after its last whole step; resume the session to go on".to_owned();
@@ -239,7 +235,7 @@ impl Agent {
             }
             // Right after the compaction an overflow forced, the step is asked again as it is:
             // the window the provider named may put the summary itself past the threshold.
-            if !std::mem::take(&mut just_compacted) {
+            if !std::mem::take(&mut repairs.just_compacted) {
                 let mut usage = out.usage;
                 let fitted = self.fit_context(&mut usage).await;
                 out.usage = usage;
@@ -256,41 +252,22 @@ impl Agent {
                     return self.finish(out, FinishReason::Error, Some(message));
                 }
                 Err(Ended::Overflow { message, window }) => {
-                    // Once per turn: compact, and ask again; a second overflow ends the turn.
-                    let why = if overflowed {
-                        "even after compacting".to_owned()
-                    } else {
-                        overflowed = true;
-                        let mut usage = out.usage;
-                        let compacted = self.compact_after_overflow(window, &mut usage).await;
-                        out.usage = usage;
-                        match compacted {
-                            Ok(()) => {
-                                just_compacted = true;
-                                continue;
-                            }
-                            Err(why) => format!("and compacting did not help: {why}"),
+                    match self
+                        .overflowed(&mut repairs, &mut out, message, window)
+                        .await
+                    {
+                        None => continue,
+                        Some(end) => {
+                            return self.finish(out, FinishReason::ContextOverflow, Some(end));
                         }
-                    };
-                    let message = format!("{message} ({why})");
-                    return self.finish(out, FinishReason::ContextOverflow, Some(message));
+                    }
                 }
             };
             if response.tool_calls.is_empty() {
-                if response.stop() == Stop::MalformedCall && repairs < MAX_REPAIRS {
-                    // No call arrived to answer: the error goes back as the user's words.
-                    repairs += 1;
-                    let feedback = malformed_feedback(&response);
-                    self.messages.push(Message::text(Role::User, feedback));
-                    continue;
+                match self.answered(&mut repairs, &response) {
+                    None => continue,
+                    Some((reason, message)) => return self.finish(out, reason, message),
                 }
-                return match super::outcome::of_stop(&response) {
-                    Some((reason, message)) => {
-                        tracing::warn!(finish_reason = ?response.finish_reason, %message, "the model's answer ended the turn");
-                        self.finish(out, reason, Some(message))
-                    }
-                    None => self.finish(out, FinishReason::Done, None),
-                };
             }
             let cut = response.hit_output_limit();
             self.git
@@ -303,17 +280,8 @@ impl Agent {
             if stopped {
                 return self.interrupted(out);
             }
-            // The cut call was answered with an error and the turn goes on, a bounded number
-            // of times: a model that keeps hitting its limit will not fit the call next time.
-            if cut {
-                repairs += 1;
-                if repairs > MAX_REPAIRS {
-                    let message = format!(
-                        "the model's output limit cut its tool calls off {repairs} times in this turn (finish reason {}); [provider] max_output_tokens sets the limit",
-                        response.finish_reason.as_deref().unwrap_or_default()
-                    );
-                    return self.finish(out, FinishReason::OutputLimit, Some(message));
-                }
+            if let Some(message) = cut.then(|| repairs.cut(&response)).flatten() {
+                return self.finish(out, FinishReason::OutputLimit, Some(message));
             }
             if let Some(budget) = self.limits.token_budget
                 && out.usage.total() >= budget
@@ -469,24 +437,6 @@ impl Agent {
         out.message = message;
         out
     }
-}
-
-/// How many steps of one turn may have their cut or malformed calls answered with an error
-/// before the turn ends with that outcome.
-pub const MAX_REPAIRS: u32 = 2;
-
-/// What the model is told when the provider could not parse the call it wrote, and no call
-/// arrived (Gemini `MALFORMED_FUNCTION_CALL`): the provider's words, and to try again.
-fn malformed_feedback(response: &crate::providers::model::ModelResponse) -> String {
-    let detail = response
-        .finish_message
-        .as_deref()
-        .map(|m| format!(" The provider said: {m}"))
-        .unwrap_or_default();
-    format!(
-        "[error] Your last tool call was malformed and was not run (finish reason {}).{detail} Write the call again with arguments that are one valid JSON object matching the tool's schema.",
-        response.finish_reason.as_deref().unwrap_or_default()
-    )
 }
 
 /// Why a step's request to the model did not answer.
