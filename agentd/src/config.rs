@@ -191,7 +191,7 @@ pub struct ProviderSection {
     /// Longest wait for a stream's first event, seconds, for every model (default: 600 for a
     /// model that thinks before it streams, `providers::limits::thinks_silently`, else the
     /// idle timeout).
-    pub first_byte_timeout_secs: Option<u64>,
+    pub first_byte_timeout_secs: Option<FirstByteTimeout>,
     /// The model's context window, tokens (default: the model's own from
     /// `providers::limits`, 32 768 for a name it does not know); `--context-window` overrides it.
     pub context_window: Option<ContextWindow>,
@@ -207,6 +207,38 @@ pub struct ProviderSection {
     /// Extra request headers for every model call (OpenRouter's `HTTP-Referer` and `X-Title`,
     /// `anthropic-beta`, a gateway's own), checked when the file is read.
     pub headers: Option<crate::providers::headers::ExtraHeaders>,
+}
+
+/// `[provider] first_byte_timeout_secs`: whole seconds from 1 to [`FirstByteTimeout::MAX`],
+/// checked when the file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstByteTimeout(u64);
+
+impl FirstByteTimeout {
+    /// An hour: no model thinks longer before it answers, and a larger number is a typo.
+    pub const MAX: u64 = 3600;
+
+    /// The seconds.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for FirstByteTimeout {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = toml::Value::deserialize(d)?;
+        value
+            .as_integer()
+            .and_then(|n| u64::try_from(n).ok())
+            .filter(|n| (1..=Self::MAX).contains(n))
+            .map(Self)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "provider.first_byte_timeout_secs = {value}: it must be a whole number of seconds from 1 to {}",
+                    Self::MAX
+                ))
+            })
+    }
 }
 
 /// `[provider] context_window`: a whole number of tokens from

@@ -99,6 +99,16 @@ fn bad_provider_config_is_refused_naming_file_line_and_key() {
             "provider.context_window",
             2,
         ),
+        (
+            "[provider]\nfirst_byte_timeout_secs = 0\n",
+            "provider.first_byte_timeout_secs",
+            2,
+        ),
+        (
+            "[provider]\nfirst_byte_timeout_secs = 1e9\n",
+            "provider.first_byte_timeout_secs",
+            2,
+        ),
     ] {
         let ran = run("openai", "gpt-4.1", config, vec![], "say hi");
         assert_eq!(ran.code, 2, "{config}: {}", ran.stderr);

@@ -90,7 +90,7 @@ impl Provider {
             transport.idle_timeout = Duration::from_secs(secs.max(1));
         }
         if let Some(secs) = section.first_byte_timeout_secs {
-            transport.first_event_timeout = Some(Duration::from_secs(secs.max(1)));
+            transport.first_event_timeout = Some(Duration::from_secs(secs.get()));
         }
         if let Some(bytes) = section.max_response_bytes {
             transport.max_response_bytes = bytes;
