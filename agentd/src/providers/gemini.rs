@@ -383,3 +383,38 @@ impl StreamReader for ResponseStream {
         self.size
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::model::Stop;
+
+    #[test]
+    fn a_blocked_prompt_and_a_malformed_call_are_stops_with_their_words() {
+        let blocked = json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}});
+        let r = parse_response(&blocked).unwrap();
+        assert_eq!(r.stop(), Stop::Filtered);
+        assert_eq!(
+            r.finish_reason.as_deref(),
+            Some("blockReason:PROHIBITED_CONTENT")
+        );
+        let malformed = json!({"candidates": [{"content": {"role": "model"}, "index": 0,
+            "finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": "Malformed function call: x"}],
+            "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 2, "thoughtsTokenCount": 5, "cachedContentTokenCount": 4}});
+        let r = parse_response(&malformed).unwrap();
+        assert_eq!(r.stop(), Stop::MalformedCall);
+        assert_eq!(
+            r.finish_message.as_deref(),
+            Some("Malformed function call: x")
+        );
+        assert_eq!(
+            (
+                r.usage.input_tokens,
+                r.usage.output_tokens,
+                r.usage.reasoning_tokens,
+                r.usage.cache_read_tokens
+            ),
+            (7, 7, 5, 4)
+        );
+    }
+}

@@ -430,3 +430,45 @@ impl StreamAccumulator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_completion_brings_its_refusal_reasoning_and_object_arguments() {
+        let refused = json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": null, "refusal": "I can't help with that."}}]});
+        let r = parse_completion(&refused).unwrap();
+        assert_eq!(r.text, "I can't help with that.");
+        assert_eq!(r.stop(), super::super::model::Stop::Refusal);
+
+        let reasoned = json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": null, "reasoning_content": "think",
+                "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "read_file", "arguments": {"path": "a.txt"}}}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 8},
+                "completion_tokens_details": {"reasoning_tokens": 3}}});
+        let r = parse_completion(&reasoned).unwrap();
+        assert_eq!(r.tool_calls[0].arguments, r#"{"path":"a.txt"}"#);
+        assert_eq!(
+            r.opaque,
+            vec![Opaque::ReasoningContent {
+                text: "think".into()
+            }]
+        );
+        assert_eq!(
+            (r.usage.cache_read_tokens, r.usage.reasoning_tokens),
+            (8, 3)
+        );
+        // Sent back on the tool step, and only there.
+        let step = message_json(&Message::assistant(&r));
+        assert_eq!(step["reasoning_content"], "think");
+        let answer = Message {
+            tool_calls: vec![],
+            ..Message::assistant(&r)
+        };
+        assert!(message_json(&answer).get("reasoning_content").is_none());
+    }
+}
