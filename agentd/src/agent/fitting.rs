@@ -26,10 +26,6 @@ pub enum CompactError {
     Interrupted,
 }
 
-/// The default context window when neither config nor flag gives one, tokens: what current
-/// frontier models offer at least.
-pub const DEFAULT_WINDOW: u64 = 128_000;
-
 impl Agent {
     /// The history's size for the next request: what the provider reported for the last request,
     /// plus an estimate of what was added since; an estimate alone before the first report.

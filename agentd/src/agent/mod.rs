@@ -16,7 +16,7 @@ pub mod resume;
 pub mod session_tools;
 pub mod spill;
 pub mod subagent;
-pub use fitting::{CompactError, DEFAULT_WINDOW};
+pub use fitting::CompactError;
 pub use repair::MAX_REPAIRS;
 pub mod tools;
 pub mod turn;

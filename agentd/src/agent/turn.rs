@@ -36,7 +36,7 @@ impl Default for Limits {
             timeout: None,
             token_budget: None,
             max_parallel: 8,
-            window: crate::context::fit::Window::new(super::fitting::DEFAULT_WINDOW),
+            window: crate::context::fit::Window::per_model(),
         }
     }
 }
