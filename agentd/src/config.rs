@@ -188,8 +188,13 @@ pub struct ProviderSection {
     pub max_tries: Option<u32>,
     /// Longest silence inside a response stream, in seconds (default 120).
     pub idle_timeout_secs: Option<u64>,
-    /// The model's context window, tokens (default 128000); `--context-window` overrides it.
-    pub context_window: Option<u64>,
+    /// Longest wait for a stream's first event, seconds, for every model (default: 600 for a
+    /// model that thinks before it streams, `providers::limits::thinks_silently`, else the
+    /// idle timeout).
+    pub first_byte_timeout_secs: Option<FirstByteTimeout>,
+    /// The model's context window, tokens (default: the model's own from
+    /// `providers::limits`, 32 768 for a name it does not know); `--context-window` overrides it.
+    pub context_window: Option<ContextWindow>,
     /// The most text, tool arguments and thinking one model response may bring, bytes (default
     /// 8 MiB): past it the call ends with an error (`docs/agent.md`, "Bounds on a response").
     pub max_response_bytes: Option<usize>,
@@ -199,6 +204,72 @@ pub struct ProviderSection {
     /// The longest wait before a retry, seconds (default 60): a server that asks for longer
     /// (`Retry-After`, Gemini's `retryDelay`) ends the call with an error that says so.
     pub max_retry_wait_secs: Option<u64>,
+    /// Extra request headers for every model call (OpenRouter's `HTTP-Referer` and `X-Title`,
+    /// `anthropic-beta`, a gateway's own), checked when the file is read.
+    pub headers: Option<crate::providers::headers::ExtraHeaders>,
+}
+
+/// `[provider] first_byte_timeout_secs`: whole seconds from 1 to [`FirstByteTimeout::MAX`],
+/// checked when the file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstByteTimeout(u64);
+
+impl FirstByteTimeout {
+    /// An hour: no model thinks longer before it answers, and a larger number is a typo.
+    pub const MAX: u64 = 3600;
+
+    /// The seconds.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for FirstByteTimeout {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = toml::Value::deserialize(d)?;
+        value
+            .as_integer()
+            .and_then(|n| u64::try_from(n).ok())
+            .filter(|n| (1..=Self::MAX).contains(n))
+            .map(Self)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "provider.first_byte_timeout_secs = {value}: it must be a whole number of seconds from 1 to {}",
+                    Self::MAX
+                ))
+            })
+    }
+}
+
+/// `[provider] context_window`: a whole number of tokens from
+/// [`CONTEXT_WINDOW_MIN`](crate::providers::limits::CONTEXT_WINDOW_MIN) to
+/// [`CONTEXT_WINDOW_BOUND`](crate::providers::limits::CONTEXT_WINDOW_BOUND), checked when the file
+/// is read so the error names the key, the file and the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextWindow(u64);
+
+impl ContextWindow {
+    /// The number of tokens.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for ContextWindow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use crate::providers::limits::{CONTEXT_WINDOW_BOUND, CONTEXT_WINDOW_MIN};
+        let value = toml::Value::deserialize(d)?;
+        value
+            .as_integer()
+            .and_then(|n| u64::try_from(n).ok())
+            .filter(|n| (CONTEXT_WINDOW_MIN..=CONTEXT_WINDOW_BOUND).contains(n))
+            .map(Self)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "provider.context_window = {value}: it must be a whole number of tokens from {CONTEXT_WINDOW_MIN} to {CONTEXT_WINDOW_BOUND}"
+                ))
+            })
+    }
 }
 
 /// `[provider] max_output_tokens`: a whole number of tokens from 1 to

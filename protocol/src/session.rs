@@ -48,17 +48,34 @@ pub struct SessionInfo {
     pub last_activity_unix_ms: u64,
 }
 
-/// Tokens used, as the provider reported them.
+/// Tokens used, as the provider reported them, the same in every dialect: `input_tokens` is the
+/// whole prompt, cached or not, and `output_tokens` the whole output, reasoning included; the
+/// other fields say how much of each was what (each provider bills them differently). Anthropic
+/// reports cache reads and writes beside its `input_tokens`, and Gemini its thinking beside its
+/// candidates: they are added in, so that a budget counts every token paid for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TokenUsage {
-    /// Prompt tokens, summed over the turn's model calls.
+    /// Prompt tokens, summed over the turn's model calls (cached ones included).
     pub input_tokens: u64,
-    /// Completion tokens, summed over the turn's model calls.
+    /// Completion tokens, summed over the turn's model calls (reasoning included).
     pub output_tokens: u64,
+    /// Of the input, tokens read from the provider's prompt cache (Anthropic
+    /// `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`, Gemini
+    /// `cachedContentTokenCount`). Absent in logs written before it existed.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Of the input, tokens written to the prompt cache (Anthropic
+    /// `cache_creation_input_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Of the output, the model's reasoning (OpenAI
+    /// `completion_tokens_details.reasoning_tokens`, Gemini `thoughtsTokenCount`).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 impl TokenUsage {
-    /// Input plus output.
+    /// Input plus output: every token of the turn, cached and reasoning ones included.
     pub fn total(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
     }
@@ -67,6 +84,13 @@ impl TokenUsage {
     pub fn add(&mut self, other: TokenUsage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 }
 
@@ -86,6 +110,41 @@ pub enum FinishReason {
     Interrupted,
     /// The model provider failed after its retries, or the supervisor hit an error.
     Error,
+    /// The model's output limit ended its answer (OpenAI `length`, Anthropic `max_tokens`,
+    /// Gemini `MAX_TOKENS`) with no call to go on with, or cut its calls more often than a
+    /// turn repairs them.
+    OutputLimit,
+    /// The model declined to answer (an OpenAI `refusal`, Anthropic `stop_reason: refusal`).
+    Refused,
+    /// The provider's content filter stopped the answer or blocked the prompt (OpenAI
+    /// `content_filter`; Gemini `SAFETY`, `RECITATION`, `PROHIBITED_CONTENT`, `BLOCKLIST`,
+    /// `SPII`, a `promptFeedback.blockReason`).
+    Filtered,
+    /// The model kept writing tool calls the provider could not parse (Gemini
+    /// `MALFORMED_FUNCTION_CALL`), more often than a turn repairs them.
+    MalformedCall,
+    /// The conversation no longer fits the model's context window, even after compacting
+    /// (a provider's context-length error, Anthropic `model_context_window_exceeded`).
+    ContextOverflow,
+}
+
+impl FinishReason {
+    /// Its name on the wire (`done`, `max_steps`, `output_limit`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Done => "done",
+            FinishReason::MaxSteps => "max_steps",
+            FinishReason::Timeout => "timeout",
+            FinishReason::TokenBudget => "token_budget",
+            FinishReason::Interrupted => "interrupted",
+            FinishReason::Error => "error",
+            FinishReason::OutputLimit => "output_limit",
+            FinishReason::Refused => "refused",
+            FinishReason::Filtered => "filtered",
+            FinishReason::MalformedCall => "malformed_call",
+            FinishReason::ContextOverflow => "context_overflow",
+        }
+    }
 }
 
 /// One entry of the agent's todo list.

@@ -194,6 +194,7 @@ fn own_event() -> impl Strategy<Value = Event> {
                     usage: TokenUsage {
                         input_tokens: i,
                         output_tokens: o,
+                        ..TokenUsage::default()
                     },
                     message,
                     changes: changed.map(|(path, incomplete)| WorkspaceChanges {

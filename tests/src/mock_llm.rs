@@ -8,6 +8,10 @@
 //! request the real provider would refuse gets that provider's 400, and the script does not
 //! advance.
 
+pub mod anthropic;
+pub mod context;
+pub mod gemini;
+pub mod openai;
 mod strict;
 
 use std::collections::VecDeque;
@@ -36,6 +40,17 @@ pub enum Reply {
         pause: Duration,
         /// After the events, send half an event and close (a cut stream).
         cut: bool,
+    },
+    /// A 200 event stream that sends its headers at once and then nothing for `silence`, then
+    /// its events without a pause: what an OpenAI reasoning model streams, since it sends no
+    /// event (its reasoning is never streamed) until it answers
+    /// (<https://platform.openai.com/docs/guides/reasoning>: "reasoning tokens are not visible
+    /// via the API"; the first chunk comes once the answer starts).
+    Thinking {
+        /// The silence before the first event.
+        silence: Duration,
+        /// The events' data.
+        events: Vec<String>,
     },
     /// A 200 response whose body is this text.
     Garbage(String),
@@ -170,6 +185,8 @@ struct State {
     routes: Mutex<Vec<(String, VecDeque<Reply>)>>,
     /// What was sent that must come back unchanged.
     issued: Mutex<strict::Issued>,
+    /// The context window, tokens ([`context`]); 0 for none.
+    context_limit: std::sync::atomic::AtomicU64,
     /// Body bytes of endless replies written to clients so far.
     endless_sent: std::sync::atomic::AtomicUsize,
     /// When set, chooses every reply from the request's body instead of the script.
@@ -254,6 +271,14 @@ impl MockLlm {
         mock
     }
 
+    /// Gives the mock a context window of `tokens`: a longer request is refused as each service
+    /// refuses a prompt over the model's window ([`context`]).
+    pub fn limit_context(&self, tokens: u64) {
+        self.state
+            .context_limit
+            .store(tokens, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The API root to configure a client with, e.g. `http://127.0.0.1:PORT/v1`.
     pub fn url(&self) -> String {
         format!("http://{}/v1", self.addr)
@@ -334,7 +359,11 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     }
     let raw_body = String::from_utf8_lossy(&buf[header_end..]).into_owned();
     let body = serde_json::from_str(&raw_body).unwrap_or(serde_json::Value::Null);
-    let checked = strict::check(&path, &body, &state.issued.lock().unwrap());
+    let limit = state
+        .context_limit
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let checked = strict::check(&path, &body, &state.issued.lock().unwrap())
+        .and_then(|()| context::overflow(&path, raw_body.len(), limit).map_or(Ok(()), Err));
     let scripted = match (&checked, &state.responder.0) {
         (Err(_), _) => None,
         (Ok(()), Some(respond)) => Some(respond(&body)),
@@ -387,6 +416,18 @@ async fn write_reply(stream: &mut TcpStream, state: &State, reply: Reply) -> std
             out.push_str("\r\n");
             out.push_str(&body);
             stream.write_all(out.as_bytes()).await?;
+        }
+        Reply::Thinking { silence, events } => {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n")
+                .await?;
+            stream.flush().await?;
+            tokio::time::sleep(silence).await;
+            for data in events {
+                stream
+                    .write_all(format!("data: {data}\n\n").as_bytes())
+                    .await?;
+            }
         }
         Reply::Garbage(text) => {
             let out = format!(
@@ -463,195 +504,6 @@ pub fn first_user_message(body: &serde_json::Value) -> Option<String> {
         .flatten()
         .find(|m| m["role"] == "user")
         .map(|m| m.to_string())
-}
-
-/// OpenAI chat-completions stream chunks.
-pub mod openai {
-    use serde_json::{Value, json};
-
-    /// A text fragment.
-    pub fn text(t: &str) -> Value {
-        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]})
-    }
-
-    /// A tool-call fragment; `id` and `name` only in a call's first fragment, as OpenAI sends them.
-    pub fn tool(index: u64, id: Option<&str>, name: Option<&str>, args: &str) -> Value {
-        let mut f = json!({"index": index, "function": {"arguments": args}});
-        if let Some(id) = id {
-            f["id"] = json!(id);
-            f["type"] = json!("function");
-        }
-        if let Some(name) = name {
-            f["function"]["name"] = json!(name);
-        }
-        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [f]}, "finish_reason": null}]})
-    }
-
-    /// A streamed reply that calls `tool` with `args`, as call `id`.
-    pub fn call_reply(id: &str, tool: &str, args: Value) -> super::Reply {
-        super::Reply::stream(vec![
-            self::tool(0, Some(id), Some(tool), &args.to_string()),
-            finish("tool_calls"),
-        ])
-    }
-
-    /// A streamed reply that runs `command` with the bash tool, as call `id`.
-    pub fn bash_reply(id: &str, command: &str) -> super::Reply {
-        call_reply(id, "bash", json!({ "command": command }))
-    }
-
-    /// A streamed reply that answers `t` and stops.
-    pub fn answer_reply(t: &str) -> super::Reply {
-        super::Reply::stream(vec![text(t), finish("stop")])
-    }
-
-    /// The chunk carrying the finish reason.
-    pub fn finish(reason: &str) -> Value {
-        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
-    }
-
-    /// The final usage-only chunk.
-    pub fn usage(input: u64, output: u64) -> Value {
-        json!({"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}})
-    }
-
-    /// A whole non-streamed completion.
-    pub fn completion(text: Option<&str>, calls: &[(&str, &str, &str)]) -> Value {
-        let calls: Vec<Value> = calls.iter().map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})).collect();
-        let mut message = json!({"role": "assistant", "content": text});
-        if !calls.is_empty() {
-            message["tool_calls"] = json!(calls);
-        }
-        json!({"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
-    }
-}
-
-/// Anthropic Messages stream events and responses.
-pub mod anthropic {
-    use serde_json::{Value, json};
-
-    /// `message_start` with the input token count.
-    pub fn start(input_tokens: u64) -> Value {
-        json!({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": [], "usage": {"input_tokens": input_tokens, "output_tokens": 1}}})
-    }
-    /// A text block starting at `index`.
-    pub fn text_block(index: u64) -> Value {
-        json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
-    }
-    /// A text fragment.
-    pub fn text(index: u64, t: &str) -> Value {
-        json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": t}})
-    }
-    /// A tool_use block starting at `index`.
-    pub fn tool_block(index: u64, id: &str, name: &str) -> Value {
-        json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})
-    }
-    /// A fragment of a tool's input JSON.
-    pub fn input(index: u64, partial: &str) -> Value {
-        json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": partial}})
-    }
-    /// A block's end.
-    pub fn stop_block(index: u64) -> Value {
-        json!({"type": "content_block_stop", "index": index})
-    }
-    /// The stop reason and output tokens.
-    pub fn delta(stop_reason: &str, output_tokens: u64) -> Value {
-        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": output_tokens}})
-    }
-    /// The end.
-    pub fn stop() -> Value {
-        json!({"type": "message_stop"})
-    }
-    /// A keep-alive.
-    pub fn ping() -> Value {
-        json!({"type": "ping"})
-    }
-    /// An error inside a 200 stream, as Anthropic sends it mid-response: "during periods of high
-    /// usage, you may receive an `overloaded_error`, which would normally correspond to an HTTP
-    /// 529 in a non-streaming context" (<https://docs.anthropic.com/en/docs/build-with-claude/streaming#error-events>;
-    /// the types are those of <https://docs.anthropic.com/en/api/errors>).
-    pub fn error_event(kind: &str, message: &str) -> Value {
-        json!({"type": "error", "error": {"type": kind, "message": message}})
-    }
-    /// A thinking block at `index`, streamed as Anthropic streams it: the block's start, its text
-    /// in two deltas, its signature, its end.
-    pub fn thinking(index: u64, thinking: &str, signature: &str) -> Vec<Value> {
-        let (a, b) = thinking.split_at(thinking.len() / 2);
-        vec![
-            json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
-            json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": a}}),
-            json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": b}}),
-            json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}}),
-            json!({"type": "content_block_stop", "index": index}),
-        ]
-    }
-    /// A whole message.
-    pub fn message(text: &str, calls: &[(&str, &str, Value)]) -> Value {
-        let mut content = vec![json!({"type": "text", "text": text})];
-        content.extend(calls.iter().map(
-            |(id, name, input)| json!({"type": "tool_use", "id": id, "name": name, "input": input}),
-        ));
-        json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content, "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" }, "usage": {"input_tokens": 11, "output_tokens": 7}})
-    }
-}
-
-/// Gemini response chunks.
-pub mod gemini {
-    use serde_json::{Value, json};
-
-    /// A chunk with these parts; `finish` adds a finish reason and usage.
-    pub fn chunk(parts: Vec<Value>, finish: Option<&str>) -> Value {
-        let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
-        let mut v = json!({"candidates": [candidate.clone()]});
-        if let Some(reason) = finish {
-            candidate["finishReason"] = json!(reason);
-            v = json!({"candidates": [candidate], "usageMetadata": {"promptTokenCount": 21, "candidatesTokenCount": 9}});
-        }
-        v
-    }
-    /// A text part.
-    pub fn text(t: &str) -> Value {
-        json!({"text": t})
-    }
-    /// A function call part.
-    pub fn call(name: &str, args: Value) -> Value {
-        json!({"functionCall": {"name": name, "args": args}})
-    }
-    /// A Gemini 2.5 answer whose thinking used the whole `maxOutputTokens`: no parts at all,
-    /// `finishReason: MAX_TOKENS`, the thinking counted in `thoughtsTokenCount`
-    /// (<https://ai.google.dev/gemini-api/docs/thinking>: thinking tokens count against the
-    /// output limit; `FinishReason.MAX_TOKENS` in
-    /// <https://ai.google.dev/api/generate-content#FinishReason>).
-    pub fn thought_out(max_output_tokens: u64) -> Value {
-        json!({"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS", "index": 0}],
-               "usageMetadata": {"promptTokenCount": 900, "totalTokenCount": 900 + max_output_tokens, "thoughtsTokenCount": max_output_tokens}})
-    }
-    /// A 429 as Gemini sends it: the wait is in the body, a `google.rpc.RetryInfo` among
-    /// `error.details` with a protobuf `Duration` such as `"31s"`, and no `Retry-After` header
-    /// (<https://ai.google.dev/gemini-api/docs/troubleshooting#error-codes>; the detail types are
-    /// googleapis' `google/rpc/error_details.proto`).
-    pub fn rate_limited(retry_delay: &str) -> super::Reply {
-        super::Reply::Json {
-            status: 429,
-            headers: vec![],
-            body: json!({"error": {
-                "code": 429,
-                "message": "You exceeded your current quota, please check your plan and billing details.",
-                "status": "RESOURCE_EXHAUSTED",
-                "details": [
-                    {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
-                    {"@type": "type.googleapis.com/google.rpc.Help", "links": [{"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
-                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}
-                ]
-            }})
-            .to_string(),
-        }
-    }
-    /// `part` with a `thoughtSignature`, as Gemini 3 signs the first call of each step.
-    pub fn signed(mut part: Value, signature: &str) -> Value {
-        part["thoughtSignature"] = json!(signature);
-        part
-    }
 }
 
 /// What the real API would answer a request of this path and body with, if it refuses it: the

@@ -50,16 +50,21 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         api_key,
         max_tries,
         idle_timeout_secs,
+        first_byte_timeout_secs,
         context_window,
         max_response_bytes,
         max_output_tokens,
         max_retry_wait_secs,
+        headers,
     } = config.provider.unwrap();
     assert!(kind.is_some() && base_url.is_some() && model.is_some() && api_key.is_some());
     let transport = agentd::providers::http::Transport::new("openai").unwrap();
     assert_eq!(max_tries, Some(transport.retry.max_tries));
     assert_eq!(idle_timeout_secs, Some(transport.idle_timeout.as_secs()));
-    assert_eq!(context_window, Some(agentd::agent::DEFAULT_WINDOW));
+    // No single default (each is per model), and none for headers: named, commented out.
+    assert!(context_window.is_none() && text.contains("\n# context_window = "));
+    assert!(first_byte_timeout_secs.is_none() && text.contains("\n# first_byte_timeout_secs = "));
+    assert!(headers.is_none() && text.contains("\n# headers = "));
     assert_eq!(max_response_bytes, Some(transport.max_response_bytes));
     assert_eq!(
         max_retry_wait_secs,

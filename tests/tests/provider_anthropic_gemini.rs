@@ -29,6 +29,7 @@ fn conversation() -> ModelRequest {
                 tool_calls: vec![call.clone()],
                 tool_result_for: None,
                 opaque: vec![],
+                is_error: false,
             },
             Message::tool_result(&call, "fn main() {}"),
         ],

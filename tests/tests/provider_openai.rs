@@ -131,6 +131,7 @@ async fn tool_results_follow_their_calls_in_the_request() {
         tool_calls: vec![call.clone()],
         tool_result_for: None,
         opaque: vec![],
+        is_error: false,
     });
     req.messages.push(Message::tool_result(&call, "ok"));
     client(&mock, false)
@@ -257,8 +258,10 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     assert!(
         matches!(
             err.error,
+            // Silent before its first event: for a model that does not think silently, that
+            // wait is the idle timeout too, and the error says which wait it was.
             ProviderError::Timeout {
-                what: "idle stream",
+                what: "idle stream" | "the wait for the stream's first event",
                 ..
             }
         ),

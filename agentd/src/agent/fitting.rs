@@ -26,10 +26,6 @@ pub enum CompactError {
     Interrupted,
 }
 
-/// The default context window when neither config nor flag gives one, tokens: what current
-/// frontier models offer at least.
-pub const DEFAULT_WINDOW: u64 = 128_000;
-
 impl Agent {
     /// The history's size for the next request: what the provider reported for the last request,
     /// plus an estimate of what was added since; an estimate alone before the first report.
@@ -61,6 +57,35 @@ impl Agent {
             .await
             .map_err(|e| format!("the history needed compacting, but {e}"))?;
         self.apply_summary(cut, before, done);
+        Ok(())
+    }
+
+    /// Compacts after the provider refused the history as longer than the model's context
+    /// window: the window it named, when smaller than the one configured, is the session's from
+    /// now on (so the next compactions come in time), and the history before the cut is
+    /// summarised whatever the estimate says. `Err` says why it could not be.
+    pub(super) async fn compact_after_overflow(
+        &mut self,
+        named: Option<u64>,
+        usage: &mut TokenUsage,
+    ) -> Result<(), String> {
+        if let Some(tokens) = named.filter(|w| *w < self.limits.window.tokens) {
+            tracing::warn!(
+                tokens,
+                configured = self.limits.window.tokens,
+                "the provider named a smaller context window than configured; using it"
+            );
+            self.limits.window.tokens = tokens;
+        }
+        self.reported = None;
+        let cut = fit::on_demand_cut(&self.messages, &self.limits.window)
+            .ok_or_else(|| "there is nothing before the newest step to summarise".to_owned())?;
+        let before = self.history_tokens();
+        let summary = self
+            .summarise_before(cut, usage)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.apply_summary(cut, before, summary);
         Ok(())
     }
 

@@ -88,12 +88,13 @@ pub fn always_allowed(
 pub fn conversation(system: Message, records: &[Record]) -> (Vec<Message>, u64) {
     let mut messages = vec![system];
     let mut open: Vec<ToolCall> = Vec::new();
-    let mut results: HashMap<String, String> = HashMap::new();
+    let mut results: HashMap<String, (String, bool)> = HashMap::new();
     let mut turns = 0;
     for record in records {
         match &record.event {
             Event::ToolCallFinished(f) => {
-                results.insert(f.call_id.as_str().to_owned(), f.content.clone());
+                let failed = f.status != protocol::event::ToolStatus::Ok;
+                results.insert(f.call_id.as_str().to_owned(), (f.content.clone(), failed));
                 continue;
             }
             Event::ToolOutputDelta(_)
@@ -140,13 +141,13 @@ pub fn conversation(system: Message, records: &[Record]) -> (Vec<Message>, u64) 
 fn close(
     messages: &mut Vec<Message>,
     open: &mut Vec<ToolCall>,
-    results: &mut HashMap<String, String>,
+    results: &mut HashMap<String, (String, bool)>,
 ) {
     for call in open.drain(..) {
-        let content = results
+        let (content, failed) = results
             .remove(call.id.as_str())
-            .unwrap_or_else(|| NEVER_FINISHED.to_owned());
-        messages.push(Message::tool_result(&call, content));
+            .unwrap_or_else(|| (NEVER_FINISHED.to_owned(), true));
+        messages.push(Message::tool_outcome(&call, content, failed));
     }
     results.clear();
 }

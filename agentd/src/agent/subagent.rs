@@ -334,6 +334,11 @@ fn report(task: &Task, out: &TurnOutcome, last: Option<String>) -> (ToolStatus, 
         FinishReason::Timeout => "the turn's time ran out".to_owned(),
         FinishReason::TokenBudget => "the token budget ran out".to_owned(),
         FinishReason::Interrupted => "the session is stopping".to_owned(),
+        FinishReason::OutputLimit => "its output limit cut it off".to_owned(),
+        FinishReason::Refused => "the model declined".to_owned(),
+        FinishReason::Filtered => "the provider's content filter stopped it".to_owned(),
+        FinishReason::MalformedCall => "it kept writing malformed tool calls".to_owned(),
+        FinishReason::ContextOverflow => "its history no longer fit the context window".to_owned(),
         FinishReason::Error | FinishReason::Done => "an error".to_owned(),
     };
     let detail = out

@@ -36,7 +36,7 @@ impl Default for Limits {
             timeout: None,
             token_budget: None,
             max_parallel: 8,
-            window: crate::context::fit::Window::new(super::fitting::DEFAULT_WINDOW),
+            window: crate::context::fit::Window::per_model(),
         }
     }
 }
@@ -227,16 +227,21 @@ impl Agent {
             tool_calls: vec![],
             changes: None,
         };
+        let mut repairs = super::repair::Repairs::default();
         for _step in 0..self.limits.max_steps {
             if self.stop_after_step.is_set() {
                 let message = "agentd is shutting down: the turn stopped after its last whole step; resume the session to go on".to_owned();
                 return self.finish(out, FinishReason::Interrupted, Some(message));
             }
-            let mut usage = out.usage;
-            let fitted = self.fit_context(&mut usage).await;
-            out.usage = usage;
-            if let Err(message) = fitted {
-                return self.finish(out, FinishReason::Error, Some(message));
+            // Right after the compaction an overflow forced, the step is asked again as it is:
+            // the window the provider named may put the summary itself past the threshold.
+            if !std::mem::take(&mut repairs.just_compacted) {
+                let mut usage = out.usage;
+                let fitted = self.fit_context(&mut usage).await;
+                out.usage = usage;
+                if let Err(message) = fitted {
+                    return self.finish(out, FinishReason::Error, Some(message));
+                }
             }
             self.refresh_git().await;
             let response = match self.ask_model(deadline, &mut out).await {
@@ -246,10 +251,25 @@ impl Agent {
                 Err(Ended::Failed(message)) => {
                     return self.finish(out, FinishReason::Error, Some(message));
                 }
+                Err(Ended::Overflow { message, window }) => {
+                    match self
+                        .overflowed(&mut repairs, &mut out, message, window)
+                        .await
+                    {
+                        None => continue,
+                        Some(end) => {
+                            return self.finish(out, FinishReason::ContextOverflow, Some(end));
+                        }
+                    }
+                }
             };
             if response.tool_calls.is_empty() {
-                return self.finish(out, FinishReason::Done, None);
+                match self.answered(&mut repairs, &response) {
+                    None => continue,
+                    Some((reason, message)) => return self.finish(out, reason, message),
+                }
             }
+            let cut = response.hit_output_limit();
             self.git
                 .step_ran(response.tool_calls.iter().map(|c| c.name.as_str()));
             if let Some(review) = &mut self.review {
@@ -259,6 +279,9 @@ impl Agent {
             let stopped = self.run_calls(&response, deadline, &mut out).await;
             if stopped {
                 return self.interrupted(out);
+            }
+            if let Some(message) = cut.then(|| repairs.cut(&response)).flatten() {
+                return self.finish(out, FinishReason::OutputLimit, Some(message));
             }
             if let Some(budget) = self.limits.token_budget
                 && out.usage.total() >= budget
@@ -301,7 +324,13 @@ impl Agent {
             r = tokio::time::timeout(limit, call) => r.map_err(|_| Ended::TimedOut)?,
             () = interrupt.triggered() => return Err(Ended::Interrupted),
         };
-        let response = response.map_err(|e| Ended::Failed(e.to_string()))?;
+        let response = response.map_err(|e| match e.error {
+            crate::providers::ProviderError::ContextOverflow { window, .. } => Ended::Overflow {
+                message: e.to_string(),
+                window,
+            },
+            _ => Ended::Failed(e.to_string()),
+        })?;
         out.usage.add(response.usage);
         if response.usage.input_tokens > 0 {
             self.reported = Some((response.usage.input_tokens, request.messages.len()));
@@ -373,8 +402,9 @@ impl Agent {
         for (call, outcome) in response.tool_calls.iter().zip(outcomes) {
             let outcome =
                 outcome.unwrap_or_else(|| interrupted_call(call, &self.dispatcher, &emit));
+            let failed = outcome.status != ToolStatus::Ok;
             self.messages
-                .push(Message::tool_result(call, outcome.content));
+                .push(Message::tool_outcome(call, outcome.content, failed));
             out.tool_calls.push((call.clone(), outcome.status));
         }
         stopped
@@ -414,6 +444,11 @@ enum Ended {
     TimedOut,
     Interrupted,
     Failed(String),
+    /// The provider said the history is over the model's context window (and named it).
+    Overflow {
+        message: String,
+        window: Option<u64>,
+    },
 }
 
 /// The result of a call the interrupt stopped before it finished (its worker went with its

@@ -7,12 +7,11 @@ use crate::agent::turn::{Limits, TurnOutcome};
 use crate::engine::Stopping;
 use crate::engine::build::{self, Base, Plan};
 use crate::engine::journal::Journal;
-use crate::inert::{self, inert};
+use crate::inert;
 use crate::settings::Overrides;
 use anyhow::{Context as _, Result};
 use protocol::event::{Event, EventEnvelope};
 use protocol::ids::SessionId;
-use protocol::session::FinishReason;
 use protocol::verdict::ApprovalMode;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -22,7 +21,7 @@ use std::time::Duration;
 /// Arguments of `agent run`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit status: 0 when the model finished; 1 for any other end (max steps, timeout, token budget, error); 2 for usage or configuration errors.\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env."
+    after_help = "Exit status: 0 when the model finished; 1 for the turn's limits and errors (max steps, timeout, token budget, interrupted, error); 2 for usage or configuration errors; 3 cut off by the output limit; 4 the model refused; 5 stopped by the provider's content filter; 6 malformed tool calls; 7 the context window is full.\n\nThe model comes from PROVIDER, BASE_URL, API_KEY and MODEL in the environment or ~/.agents/env."
 )]
 pub struct RunArgs {
     /// The task; `-` reads it from standard input, as does a piped stdin without -p.
@@ -47,7 +46,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub token_budget: Option<u64>,
     /// The model's context window, tokens: past 85 % of it the older history is summarised
-    /// [default: provider.context_window in the config, else 128000].
+    /// [default: provider.context_window in the config, else the model's own, 32768 for an unknown model].
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..))]
     pub context_window: Option<u64>,
     /// Tool calls of one model message run at once.
@@ -182,11 +181,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     if live.is_some() {
         super::run_output::footer(&outcome, &session, store.is_some());
     }
-    Ok(if outcome.reason == FinishReason::Done {
-        0
-    } else {
-        1
-    })
+    Ok(crate::agent::outcome::exit_code(outcome.reason))
 }
 
 /// The workspace: `--workspace`, else the resumed session's, else the current directory;
@@ -302,27 +297,14 @@ fn report(
 ) {
     match format {
         "json" => {
-            let calls: Vec<serde_json::Value> = outcome
-                .tool_calls
-                .iter()
-                .map(|(c, status)| serde_json::json!({"id": c.id.as_str(), "name": c.name, "arguments": c.arguments, "status": status}))
-                .collect();
-            let v = serde_json::json!({
-                "result": outcome.final_text,
-                "finish_reason": outcome.reason,
-                "message": outcome.message,
-                "usage": outcome.usage,
-                "session_id": session,
-                "tool_calls": calls,
-                "changes": outcome.changes,
-            });
+            let v = crate::agent::outcome::json(outcome, session);
             // The same value, with what serde leaves raw (C1, bidi) escaped too.
             println!("{}", inert::json(&v.to_string()));
         }
         "text" => {
             super::run_output::answer(outcome, live);
-            if let Some(m) = &outcome.message {
-                eprintln!("agent: the turn ended ({:?}): {}", outcome.reason, inert(m));
+            if let Some(line) = crate::agent::outcome::text_line(outcome) {
+                eprintln!("{line}");
             }
         }
         _ => {}

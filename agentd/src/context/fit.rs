@@ -66,6 +66,9 @@ pub struct Window {
     pub keep_results_steps: usize,
     /// The newest part kept word for word by a compaction, as a share of the window (0.3).
     pub keep_recent: f64,
+    /// Whether `tokens` follows the model ([`Window::per_model`]): no flag or config set it, so
+    /// each model gets its own from the limits table.
+    pub per_model: bool,
 }
 
 impl Window {
@@ -77,6 +80,16 @@ impl Window {
             compact_at: 0.85,
             keep_results_steps: 8,
             keep_recent: 0.3,
+            per_model: false,
+        }
+    }
+
+    /// The window of whatever model the session uses ([`crate::providers::limits::context_window`]),
+    /// set by [`Window::for_model`]; until then, the window for an unknown model.
+    pub fn per_model() -> Self {
+        Self {
+            per_model: true,
+            ..Self::new(crate::providers::limits::UNKNOWN_CONTEXT_WINDOW)
         }
     }
 
@@ -85,10 +98,15 @@ impl Window {
         (self.tokens as f64 * self.compact_at) as u64
     }
 
-    /// This window with the counter for `model`.
+    /// This window with the counter for `model`, and its size when it follows the model.
     pub fn for_model(self, model: &str) -> Self {
         Self {
             counter: Counter::for_model(model),
+            tokens: if self.per_model {
+                crate::providers::limits::context_window(model)
+            } else {
+                self.tokens
+            },
             ..self
         }
     }

@@ -162,11 +162,18 @@ impl Base {
         Ok(provider)
     }
 
-    /// The context window: `flag`, else `[provider] context_window`, else the default.
+    /// The context window: `flag`, else `[provider] context_window`, else the model's own
+    /// (from the limits table, set when the session knows its model).
     pub fn window(&self, flag: Option<u64>) -> crate::context::fit::Window {
-        crate::context::fit::Window::new(
-            flag.or(self.config.provider.as_ref().and_then(|p| p.context_window))
-                .unwrap_or(crate::agent::DEFAULT_WINDOW),
+        let configured = self
+            .config
+            .provider
+            .as_ref()
+            .and_then(|p| p.context_window)
+            .map(|w| w.get());
+        flag.or(configured).map_or_else(
+            crate::context::fit::Window::per_model,
+            crate::context::fit::Window::new,
         )
     }
 }

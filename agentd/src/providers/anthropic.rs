@@ -13,6 +13,8 @@
 //! or a default every Claude model takes). An `error` event inside the stream whose type is the
 //! server's load or failure (`overloaded_error`, the 529 of a stream; `api_error`, its 500) is
 //! retried as that status is (<https://docs.anthropic.com/en/docs/build-with-claude/streaming#error-events>).
+//! A failed tool result carries `is_error: true`; usage adds the prompt cache's reads and writes
+//! to the input, and records them apart.
 
 use super::http::{Call, Client, PART_OVERHEAD, StreamReader, Wire, arguments_text, event_json};
 use super::limits;
@@ -67,6 +69,7 @@ impl Client<Anthropic> {
             stream: self
                 .stream
                 .then_some(|| Box::new(MessageStream::default()) as Box<dyn StreamReader>),
+            model: &req.model,
         };
         self.transport.run(&call, on_text).await
     }
@@ -125,10 +128,11 @@ fn blocks_of(m: &Message) -> (&'static str, Vec<Value>) {
                 .as_ref()
                 .map(|(id, _)| id.as_str())
                 .unwrap_or_default();
-            (
-                "user",
-                vec![json!({"type": "tool_result", "tool_use_id": id, "content": m.content})],
-            )
+            let mut block = json!({"type": "tool_result", "tool_use_id": id, "content": m.content});
+            if m.is_error {
+                block["is_error"] = json!(true);
+            }
+            ("user", vec![block])
         }
         Role::Assistant => {
             let mut blocks = Vec::new();
@@ -160,15 +164,26 @@ fn is_opaque(kind: Option<&str>) -> bool {
     matches!(kind, Some("thinking" | "redacted_thinking"))
 }
 
+/// A `usage` object. Anthropic's `input_tokens` leave out what was read from or written to the
+/// prompt cache (`cache_read_input_tokens`, `cache_creation_input_tokens`), each billed at its
+/// own rate (<https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#tracking-cache-performance>):
+/// they are added in, so the input counts the whole prompt as the other dialects do.
 fn usage_of(v: Option<&Value>) -> TokenUsage {
     let n = |k: &str| {
         v.and_then(|u| u.get(k))
             .and_then(Value::as_u64)
             .unwrap_or(0)
     };
+    let (read, write) = (
+        n("cache_read_input_tokens"),
+        n("cache_creation_input_tokens"),
+    );
     TokenUsage {
-        input_tokens: n("input_tokens"),
+        input_tokens: n("input_tokens").saturating_add(read).saturating_add(write),
         output_tokens: n("output_tokens"),
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+        reasoning_tokens: 0,
     }
 }
 
@@ -369,7 +384,9 @@ impl StreamReader for MessageStream {
         let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
-                self.usage.input_tokens = usage_of(v.pointer("/message/usage")).input_tokens;
+                let output = self.usage.output_tokens;
+                self.usage = usage_of(v.pointer("/message/usage"));
+                self.usage.output_tokens = output;
             }
             "content_block_start" => {
                 let block = v.get("content_block").unwrap_or(&Value::Null);
@@ -384,6 +401,12 @@ impl StreamReader for MessageStream {
                 }
                 if let Some(out) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
                     self.usage.output_tokens = out;
+                }
+                // Newer servers repeat the input counts, cumulative, in the final delta.
+                if v.pointer("/usage/input_tokens").is_some() {
+                    let output = self.usage.output_tokens;
+                    self.usage = usage_of(v.get("usage"));
+                    self.usage.output_tokens = output;
                 }
             }
             "message_stop" => return Ok(true),

@@ -79,6 +79,7 @@ impl Client<Gemini> {
             stream: self
                 .stream
                 .then_some(|| Box::new(ResponseStream::default()) as Box<dyn StreamReader>),
+            model: &req.model,
         };
         self.transport.run(&call, on_text).await
     }
@@ -212,6 +213,24 @@ fn arguments_of(call: &Value) -> String {
     }
 }
 
+/// A `usageMetadata` (each chunk repeats the counts so far; a count it leaves out keeps its
+/// value from `before`). `promptTokenCount` includes `cachedContentTokenCount`, and the thinking
+/// (`thoughtsTokenCount`) is counted beside `candidatesTokenCount`, billed as output
+/// (<https://ai.google.dev/api/generate-content#UsageMetadata>): it is added in.
+fn usage_of(meta: &Value, before: TokenUsage) -> TokenUsage {
+    let n = |k: &str| meta.get(k).and_then(Value::as_u64);
+    let thoughts = n("thoughtsTokenCount").unwrap_or(before.reasoning_tokens);
+    let candidates = n("candidatesTokenCount")
+        .unwrap_or(before.output_tokens.saturating_sub(before.reasoning_tokens));
+    TokenUsage {
+        input_tokens: n("promptTokenCount").unwrap_or(before.input_tokens),
+        output_tokens: candidates.saturating_add(thoughts),
+        cache_read_tokens: n("cachedContentTokenCount").unwrap_or(before.cache_read_tokens),
+        cache_write_tokens: 0,
+        reasoning_tokens: thoughts,
+    }
+}
+
 /// What one chunk added to a response.
 #[derive(Debug, Clone, Copy, Default)]
 struct Absorbed {
@@ -234,18 +253,17 @@ fn absorb(
         });
     }
     if let Some(meta) = v.get("usageMetadata") {
-        r.usage = TokenUsage {
-            input_tokens: meta
-                .get("promptTokenCount")
-                .and_then(Value::as_u64)
-                .unwrap_or(r.usage.input_tokens),
-            output_tokens: meta
-                .get("candidatesTokenCount")
-                .and_then(Value::as_u64)
-                .unwrap_or(r.usage.output_tokens),
-        };
+        r.usage = usage_of(meta, r.usage);
     }
     let mut added = Absorbed::default();
+    // A prompt blocked before any answer: no candidates, only the reason.
+    if let Some(reason) = v
+        .pointer("/promptFeedback/blockReason")
+        .and_then(Value::as_str)
+    {
+        r.finish_reason = Some(format!("blockReason:{reason}"));
+        added.finished = true;
+    }
     let Some(candidate) = v.pointer("/candidates/0") else {
         return Ok(added);
     };
@@ -304,12 +322,18 @@ fn absorb(
         r.finish_reason = Some(reason.to_owned());
         added.finished = true;
     }
+    if let Some(message) = candidate.get("finishMessage").and_then(Value::as_str) {
+        r.finish_message = Some(super::http::head(message));
+    }
     Ok(added)
 }
 
 /// A whole (non-streamed) response.
 pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
-    if v.get("candidates").is_none() && v.get("error").is_none() {
+    if v.get("candidates").is_none()
+        && v.get("error").is_none()
+        && v.get("promptFeedback").is_none()
+    {
         return Err(ProviderError::Malformed {
             provider: PROVIDER,
             message: "the response has no candidates".into(),
@@ -357,5 +381,40 @@ impl StreamReader for ResponseStream {
 
     fn size(&self) -> usize {
         self.size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::model::Stop;
+
+    #[test]
+    fn a_blocked_prompt_and_a_malformed_call_are_stops_with_their_words() {
+        let blocked = json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}});
+        let r = parse_response(&blocked).unwrap();
+        assert_eq!(r.stop(), Stop::Filtered);
+        assert_eq!(
+            r.finish_reason.as_deref(),
+            Some("blockReason:PROHIBITED_CONTENT")
+        );
+        let malformed = json!({"candidates": [{"content": {"role": "model"}, "index": 0,
+            "finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": "Malformed function call: x"}],
+            "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 2, "thoughtsTokenCount": 5, "cachedContentTokenCount": 4}});
+        let r = parse_response(&malformed).unwrap();
+        assert_eq!(r.stop(), Stop::MalformedCall);
+        assert_eq!(
+            r.finish_message.as_deref(),
+            Some("Malformed function call: x")
+        );
+        assert_eq!(
+            (
+                r.usage.input_tokens,
+                r.usage.output_tokens,
+                r.usage.reasoning_tokens,
+                r.usage.cache_read_tokens
+            ),
+            (7, 7, 5, 4)
+        );
     }
 }

@@ -38,6 +38,12 @@ pub fn wire_bound(max: usize) -> usize {
     max.saturating_mul(4).saturating_add(64 << 10)
 }
 
+/// How long a model that thinks before it streams anything (OpenAI's reasoning models send no
+/// event, not even their reasoning, until they answer) may take to send its first event: ten
+/// minutes, far past a high-effort answer's thinking. With the idle timeout alone, the thinking
+/// was cut at 120 s and paid for again on each retry.
+pub const THINKING_FIRST_EVENT: Duration = Duration::from_secs(600);
+
 /// The most of an error status's body that is read, for its message.
 const ERROR_BODY_BYTES: usize = 64 << 10;
 
@@ -65,13 +71,21 @@ pub struct Transport {
     pub http: reqwest::Client,
     /// Retries.
     pub retry: RetryPolicy,
-    /// Longest silence inside a stream.
+    /// Longest silence inside a stream, once its first event has come.
     pub idle_timeout: Duration,
+    /// `[provider] first_byte_timeout_secs`: the longest wait for a stream's first event, for
+    /// every model. Unset, a model that thinks before it streams anything gets
+    /// [`THINKING_FIRST_EVENT`] ([`super::limits::thinks_silently`]) and the others the idle
+    /// timeout.
+    pub first_event_timeout: Option<Duration>,
     /// Longest wait for the response to start.
     pub request_timeout: Duration,
     /// The most text, tool arguments and thinking one response may bring (see the module's
     /// comment for the bounds on the wire that follow from it).
     pub max_response_bytes: usize,
+    /// `[provider] headers`, checked ([`super::headers`]), sent with every request.
+    /// Its `Debug` never shows a value that may be a credential.
+    pub extra_headers: super::headers::ExtraHeaders,
 }
 
 /// A wire format: its name, for messages and for the transport.
@@ -136,6 +150,8 @@ pub struct Call<'a> {
     pub parse: fn(&Value) -> Result<ModelResponse, ProviderError>,
     /// Makes a stream reader, when the call streams.
     pub stream: Option<fn() -> Box<dyn StreamReader>>,
+    /// The model asked: how long its first event may take follows from it.
+    pub model: &'a str,
 }
 
 impl std::fmt::Debug for Call<'_> {
@@ -168,6 +184,8 @@ impl Transport {
             idle_timeout: Duration::from_secs(120),
             request_timeout: Duration::from_secs(300),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            first_event_timeout: None,
+            extra_headers: super::headers::ExtraHeaders::default(),
         })
     }
 
@@ -220,7 +238,10 @@ impl Transport {
             return Err(self.status_error(response).await);
         }
         match call.stream {
-            Some(make) => self.read_stream(response, make(), on_text).await,
+            Some(make) => {
+                let first = self.first_event_wait(call.model);
+                self.read_stream(response, make(), first, on_text).await
+            }
             None => self.read_whole(response, call, on_text).await,
         }
     }
@@ -228,6 +249,9 @@ impl Transport {
     /// Sends the request and waits for the response to start.
     async fn send(&self, call: &Call<'_>) -> Result<reqwest::Response, ProviderError> {
         let mut request = self.http.post(&call.url).json(call.body);
+        for (name, value) in self.extra_headers.pairs() {
+            request = request.header(name.as_str(), value.as_str());
+        }
         for (name, value) in &call.headers {
             request = request.header(*name, value);
         }
@@ -269,6 +293,13 @@ impl Transport {
             Err(_) => Vec::new(),
         };
         let body = String::from_utf8_lossy(&body);
+        if let Some(window) = super::overflow::context_overflow(status, &body) {
+            return ProviderError::ContextOverflow {
+                provider: self.provider,
+                message: error_message(&body),
+                window,
+            };
+        }
         ProviderError::Status {
             provider: self.provider,
             status,
@@ -286,12 +317,32 @@ impl Transport {
         }
     }
 
+    /// The longest wait for the first event of a stream from `model`.
+    pub fn first_event_wait(&self, model: &str) -> Duration {
+        self.first_event_timeout.unwrap_or_else(|| {
+            if super::limits::thinks_silently(model) {
+                THINKING_FIRST_EVENT.max(self.idle_timeout)
+            } else {
+                self.idle_timeout
+            }
+        })
+    }
+
     /// The next piece of the body, waiting at most the idle timeout for it.
     async fn chunk(
         &self,
         response: &mut reqwest::Response,
     ) -> Result<Option<impl AsRef<[u8]> + use<>>, Read> {
-        match tokio::time::timeout(self.idle_timeout, response.chunk()).await {
+        self.chunk_within(response, self.idle_timeout).await
+    }
+
+    /// The next piece of the body, waiting at most `wait` for it.
+    async fn chunk_within(
+        &self,
+        response: &mut reqwest::Response,
+        wait: Duration,
+    ) -> Result<Option<impl AsRef<[u8]> + use<>>, Read> {
+        match tokio::time::timeout(wait, response.chunk()).await {
             Err(_) => Err(Read::Idle),
             Ok(Err(e)) => Err(Read::Failed(e.to_string())),
             Ok(Ok(chunk)) => Ok(chunk),
@@ -367,19 +418,32 @@ impl Transport {
         &self,
         mut response: reqwest::Response,
         mut reader: Box<dyn StreamReader>,
+        first_event: Duration,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelResponse, ProviderError> {
         let max = self.max_response_bytes;
         let stream_cap = max.saturating_mul(STREAM_FACTOR);
         let mut decoder = Decoder::new(wire_bound(max));
         let mut received = 0usize;
+        // Until the first event, the model may be thinking: keep-alive comments and headers do
+        // not count as its answer starting.
+        let mut started = false;
         loop {
-            let chunk = match self.chunk(&mut response).await {
+            let wait = if started {
+                self.idle_timeout
+            } else {
+                first_event
+            };
+            let chunk = match self.chunk_within(&mut response, wait).await {
                 Err(Read::Idle) => {
                     return Err(ProviderError::Timeout {
                         provider: self.provider,
-                        what: "idle stream",
-                        after: self.idle_timeout,
+                        what: if started {
+                            "idle stream"
+                        } else {
+                            "the wait for the stream's first event"
+                        },
+                        after: wait,
                     });
                 }
                 Err(Read::Failed(_)) => {
@@ -400,6 +464,7 @@ impl Transport {
                 SseError::EventTooLarge { limit } => self.too_large("one stream event", limit),
                 SseError::NotUtf8 => self.malformed(format!("not an event stream: {e}")),
             })? {
+                started = true;
                 let done = reader.feed(&event, on_text)?;
                 if reader.size() > max {
                     return Err(self.too_large(CONTENT, max));

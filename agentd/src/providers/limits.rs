@@ -1,5 +1,5 @@
-//! Output limits per model: how many tokens one answer of a model may hold, and the cap each
-//! request carries.
+//! Limits per model: how many tokens one answer of a model may hold, the cap each request
+//! carries, and the context window compaction fits the history to.
 //!
 //! Data, one row per model family, matched by prefix in order (the first row that matches wins,
 //! so a specific name comes before its family), after a router's `vendor/` prefix
@@ -23,38 +23,54 @@ pub const UNKNOWN_MAX_OUTPUT_TOKENS: u32 = 4096;
 /// largest today is 128 000), and a larger number is a typo.
 pub const MAX_OUTPUT_TOKENS_BOUND: u32 = 1_000_000;
 
-/// Model families and their output limit, tokens; the first prefix that matches wins.
-const TABLE: &[(&str, u32)] = &[
+/// Model families with their output limit and context window, tokens; the first prefix that
+/// matches wins. The window is what a prompt may hold: GPT-5's 400 000 are 272 000 of input and
+/// 128 000 of output, so 272 000; Claude's 1M window needs a beta header, so 200 000.
+const TABLE: &[(&str, u32, u64)] = &[
     // Anthropic.
-    ("claude-3-haiku", 4096),
-    ("claude-3-opus", 4096),
-    ("claude-3-sonnet", 4096),
-    ("claude-3-5-", 8192),
-    ("claude-3-7-sonnet", 64_000),
-    ("claude-sonnet-4", 64_000),
-    ("claude-haiku-4", 64_000),
-    ("claude-opus-4-5", 64_000),
-    ("claude-opus-4-6", 128_000),
-    ("claude-opus-4", 32_000),
+    ("claude-3-haiku", 4096, 200_000),
+    ("claude-3-opus", 4096, 200_000),
+    ("claude-3-sonnet", 4096, 200_000),
+    ("claude-3-5-", 8192, 200_000),
+    ("claude-3-7-sonnet", 64_000, 200_000),
+    ("claude-sonnet-4", 64_000, 200_000),
+    ("claude-haiku-4", 64_000, 200_000),
+    ("claude-opus-4-5", 64_000, 200_000),
+    ("claude-opus-4-6", 128_000, 200_000),
+    ("claude-opus-4", 32_000, 200_000),
     // OpenAI.
-    ("gpt-5-chat", 16_384),
-    ("gpt-5", 128_000),
-    ("gpt-4.1", 32_768),
-    ("gpt-4o-2024-05-13", 4096),
-    ("gpt-4o", 16_384),
-    ("gpt-4-turbo", 4096),
-    ("gpt-4", 8192),
-    ("gpt-3.5-turbo", 4096),
-    ("o1-mini", 65_536),
-    ("o1", 100_000),
-    ("o3", 100_000),
-    ("o4-mini", 100_000),
+    ("gpt-5-chat", 16_384, 128_000),
+    ("gpt-5", 128_000, 272_000),
+    ("gpt-4.1", 32_768, 1_047_576),
+    ("gpt-4o-2024-05-13", 4096, 128_000),
+    ("gpt-4o", 16_384, 128_000),
+    ("gpt-4-turbo", 4096, 128_000),
+    ("gpt-4", 8192, 8192),
+    ("gpt-3.5-turbo", 4096, 16_385),
+    ("o1-mini", 65_536, 128_000),
+    ("o1", 100_000, 200_000),
+    ("o3", 100_000, 200_000),
+    ("o4-mini", 100_000, 200_000),
     // Google.
-    ("gemini-3", 65_536),
-    ("gemini-2.5", 65_536),
-    ("gemini-2.0", 8192),
-    ("gemini-1.5", 8192),
+    ("gemini-3", 65_536, 1_048_576),
+    ("gemini-2.5", 65_536, 1_048_576),
+    ("gemini-2.0", 8192, 1_048_576),
+    ("gemini-1.5", 8192, 1_048_576),
 ];
+
+/// The context window for a model the table does not know, tokens: a local or proxied model
+/// (llama.cpp, vLLM, Ollama, a router's own name) often has far less than a frontier model, and
+/// a window set too large means the provider, not the compaction, finds out first. 32 768 is
+/// what the common open models (Llama 3.x, Qwen 2.5, Mistral) are served with at least;
+/// `[provider] context_window` or `--context-window` says otherwise.
+pub const UNKNOWN_CONTEXT_WINDOW: u64 = 32_768;
+
+/// The most `[provider] context_window` may say: no model takes more (the largest is 2M), and
+/// a larger number is a typo.
+pub const CONTEXT_WINDOW_BOUND: u64 = 10_000_000;
+
+/// The least `[provider] context_window` may say: below it not even the system prompt fits.
+pub const CONTEXT_WINDOW_MIN: u64 = 1000;
 
 /// The model's own name, without a router's `vendor/` prefix.
 fn bare(model: &str) -> &str {
@@ -66,8 +82,17 @@ pub fn max_output_tokens(model: &str) -> Option<u32> {
     let model = bare(model);
     TABLE
         .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map(|(_, limit)| *limit)
+        .find(|(prefix, ..)| model.starts_with(prefix))
+        .map(|(_, limit, _)| *limit)
+}
+
+/// The model's context window, tokens: the table's, else [`UNKNOWN_CONTEXT_WINDOW`].
+pub fn context_window(model: &str) -> u64 {
+    let model = bare(model);
+    TABLE
+        .iter()
+        .find(|(prefix, ..)| model.starts_with(prefix))
+        .map_or(UNKNOWN_CONTEXT_WINDOW, |(.., window)| *window)
 }
 
 /// Whether the model is one of OpenAI's reasoning families (GPT-5, o1, o3, o4), which refuse
@@ -80,6 +105,19 @@ pub fn is_openai_reasoning(model: &str) -> bool {
             .strip_prefix(family)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.']))
     })
+}
+
+/// Whether the model may think for minutes before its stream sends anything: OpenAI's
+/// reasoning families (their reasoning is never streamed), Gemini 2.5 and 3 (thoughts are
+/// streamed only when asked for), DeepSeek's reasoner and R1 builds served without a reasoning
+/// parser. A model that streams its thinking (Claude) starts at once.
+pub fn thinks_silently(model: &str) -> bool {
+    let m = bare(model).to_ascii_lowercase();
+    is_openai_reasoning(&m)
+        || m.starts_with("gemini-2.5")
+        || m.starts_with("gemini-3")
+        || m.contains("deepseek-reasoner")
+        || m.contains("-r1")
 }
 
 /// The cap one request carries: its own (`asked`), held to the model's limit (`configured`,
@@ -126,6 +164,20 @@ mod tests {
             ("mock-model", None),
         ] {
             assert_eq!(max_output_tokens(model), limit, "{model}");
+        }
+    }
+
+    #[test]
+    fn each_family_has_its_window_and_an_unknown_name_a_conservative_one() {
+        for (model, window) in [
+            ("claude-sonnet-4-5-20250929", 200_000),
+            ("gpt-5-mini", 272_000),
+            ("gpt-4.1-mini", 1_047_576),
+            ("openai/gpt-4o", 128_000),
+            ("gemini-2.5-pro", 1_048_576),
+            ("llama3.1:8b", UNKNOWN_CONTEXT_WINDOW),
+        ] {
+            assert_eq!(context_window(model), window, "{model}");
         }
     }
 

@@ -4,15 +4,18 @@
 //! Adapters: OpenAI-compatible chat completions ([`openai`]: OpenAI, OpenRouter, vLLM, Ollama,
 //! llama.cpp), Anthropic Messages ([`anthropic`]) and Gemini ([`gemini`]). What they share —
 //! sending, retrying, error statuses, the SSE loop with its idle timeout, the bound on a
-//! response's size — is [`http`]. Each model's output limit, and the cap a request carries, is
-//! [`limits`].
+//! response's size — is [`http`]. Each model's output limit and context window, and the cap a
+//! request carries, is [`limits`]; a context-length error in each provider's words is
+//! [`overflow`]; `[provider] headers` are checked in [`headers`].
 
 pub mod anthropic;
 pub mod gemini;
+pub mod headers;
 pub mod http;
 pub mod limits;
 pub mod model;
 pub mod openai;
+pub mod overflow;
 pub mod retry;
 pub mod sse;
 
@@ -62,7 +65,8 @@ impl Provider {
     }
 
     /// Applies the config file's `[provider]` keys for the client (`max_tries`,
-    /// `idle_timeout_secs`, `max_response_bytes`, `max_retry_wait_secs`, `max_output_tokens`);
+    /// `idle_timeout_secs`, `first_byte_timeout_secs`, `max_response_bytes`, `max_retry_wait_secs`, `max_output_tokens`,
+    /// `headers`);
     /// keys not set keep their defaults.
     pub fn configure(&mut self, section: Option<&crate::config::ProviderSection>) {
         let Some(section) = section else { return };
@@ -73,6 +77,9 @@ impl Provider {
             Provider::Gemini(c) => c.max_output_tokens = cap,
         }
         let transport = self.transport_mut();
+        if let Some(headers) = &section.headers {
+            transport.extra_headers = headers.clone();
+        }
         if let Some(secs) = section.max_retry_wait_secs {
             transport.retry.max_delay = Duration::from_secs(secs);
         }
@@ -81,6 +88,9 @@ impl Provider {
         }
         if let Some(secs) = section.idle_timeout_secs {
             transport.idle_timeout = Duration::from_secs(secs.max(1));
+        }
+        if let Some(secs) = section.first_byte_timeout_secs {
+            transport.first_event_timeout = Some(Duration::from_secs(secs.get()));
         }
         if let Some(bytes) = section.max_response_bytes {
             transport.max_response_bytes = bytes;
@@ -115,6 +125,17 @@ pub enum ProviderError {
         /// The server's `x-should-retry`, which overrides the status either way, as the
         /// Anthropic and OpenAI SDKs obey it.
         should_retry: Option<bool>,
+    },
+    /// The request is longer than the model's context window, in the provider's words
+    /// ([`overflow`]). Not retried as it is: the turn compacts the history first.
+    #[error("{provider}: the conversation is longer than the model's context window: {message}")]
+    ContextOverflow {
+        /// Which provider.
+        provider: &'static str,
+        /// The server's message.
+        message: String,
+        /// The window the server named, tokens.
+        window: Option<u64>,
     },
     /// No connection, or it broke before a response.
     #[error("{provider}: cannot reach {url}: {message}")]

@@ -40,6 +40,11 @@ pub struct Message {
     /// reads, to be sent back exactly when the conversation is replayed to it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub opaque: Vec<Opaque>,
+    /// For a tool message: the call failed (an error, a denial, a timeout, a crash), which
+    /// Anthropic is told with `is_error: true`
+    /// (<https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use#handling-results-from-client-tools>).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// A piece of a model's message that only its provider understands and that must go back to it
@@ -69,6 +74,16 @@ pub enum Opaque {
         /// The signature, as it arrived.
         signature: String,
     },
+    /// The `reasoning_content` an OpenAI-compatible reasoning server (DeepSeek, vLLM's
+    /// reasoning parsers) sent with the message: DeepSeek's thinking mode refuses a tool step
+    /// whose assistant message comes back without it
+    /// (<https://api-docs.deepseek.com/guides/thinking_mode#tool-calls>), so it goes back on
+    /// messages with tool calls, and only on them (the older `deepseek-reasoner` refused it
+    /// elsewhere).
+    ReasoningContent {
+        /// The text, as it arrived.
+        text: String,
+    },
 }
 
 impl Message {
@@ -80,6 +95,7 @@ impl Message {
             tool_calls: vec![],
             tool_result_for: None,
             opaque: vec![],
+            is_error: false,
         }
     }
 
@@ -91,6 +107,7 @@ impl Message {
             tool_calls: response.tool_calls.clone(),
             tool_result_for: None,
             opaque: response.opaque.clone(),
+            is_error: false,
         }
     }
 
@@ -102,6 +119,15 @@ impl Message {
             tool_calls: vec![],
             tool_result_for: Some((call.id.clone(), call.name.clone())),
             opaque: vec![],
+            is_error: false,
+        }
+    }
+
+    /// The result of `call`, marked failed when `failed`.
+    pub fn tool_outcome(call: &ToolCall, content: impl Into<String>, failed: bool) -> Self {
+        Self {
+            is_error: failed,
+            ..Self::tool_result(call, content)
         }
     }
 }
@@ -143,8 +169,63 @@ pub struct ModelResponse {
     pub opaque: Vec<Opaque>,
     /// Tokens used.
     pub usage: TokenUsage,
-    /// The provider's own finish reason, for logs.
+    /// The provider's own finish reason, as it named it (`stop`, `end_turn`, `SAFETY`, …; for
+    /// a Gemini prompt blocked before any answer, `blockReason:` and its reason; for an OpenAI
+    /// answer that came as a `refusal`, `refusal`). [`ModelResponse::stop`] reads it.
     pub finish_reason: Option<String>,
+    /// What the provider said about the stop beyond its name (Gemini's `finishMessage`, which
+    /// says what was wrong with a malformed call), to feed back to the model and to show.
+    pub finish_message: Option<String>,
+}
+
+/// How a response ended, the same in every dialect: what the turn does next depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The model finished (OpenAI `stop`, Anthropic `end_turn` / `stop_sequence`, Gemini
+    /// `STOP`), or said nothing about it.
+    Done,
+    /// It asked for tools (OpenAI `tool_calls`, Anthropic `tool_use`).
+    ToolCalls,
+    /// The output limit ended it (OpenAI `length`, Anthropic `max_tokens`, Gemini
+    /// `MAX_TOKENS`): text or a call it was writing may be cut off.
+    Length,
+    /// The model declined (an OpenAI `refusal`, Anthropic `refusal`).
+    Refusal,
+    /// A content filter stopped it or blocked the prompt (OpenAI `content_filter`; Gemini
+    /// `SAFETY`, `RECITATION`, `PROHIBITED_CONTENT`, `BLOCKLIST`, `SPII`, `IMAGE_SAFETY`, a
+    /// `blockReason`).
+    Filtered,
+    /// The model wrote a call the provider could not parse, and none arrived (Gemini
+    /// `MALFORMED_FUNCTION_CALL`, `UNEXPECTED_TOOL_CALL`).
+    MalformedCall,
+    /// The context window filled while it answered (Anthropic `model_context_window_exceeded`).
+    ContextOverflow,
+    /// A reason this adapter does not know (Gemini `OTHER`, `LANGUAGE`, Anthropic
+    /// `pause_turn`, …): taken as the end of the answer, the reason kept for the logs.
+    Other,
+}
+
+impl Stop {
+    /// The stop a provider's finish reason names.
+    /// References: <https://platform.openai.com/docs/api-reference/chat/object#chat/object-choices>,
+    /// <https://docs.anthropic.com/en/api/handling-stop-reasons>,
+    /// <https://ai.google.dev/api/generate-content#FinishReason> and `BlockReason`.
+    pub fn of(reason: &str) -> Self {
+        if reason.starts_with("blockReason:") {
+            return Stop::Filtered;
+        }
+        match reason {
+            "stop" | "end_turn" | "stop_sequence" | "STOP" => Stop::Done,
+            "tool_calls" | "function_call" | "tool_use" => Stop::ToolCalls,
+            "length" | "max_tokens" | "MAX_TOKENS" => Stop::Length,
+            "refusal" => Stop::Refusal,
+            "content_filter" | "SAFETY" | "RECITATION" | "PROHIBITED_CONTENT" | "BLOCKLIST"
+            | "SPII" | "IMAGE_SAFETY" => Stop::Filtered,
+            "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" => Stop::MalformedCall,
+            "model_context_window_exceeded" => Stop::ContextOverflow,
+            _ => Stop::Other,
+        }
+    }
 }
 
 impl ModelResponse {
@@ -167,19 +248,22 @@ impl ModelResponse {
                         Opaque::AnthropicBlock { block, .. } => block.to_string().len(),
                         Opaque::GeminiCallSignature { signature, .. }
                         | Opaque::GeminiTextSignature { signature } => signature.len(),
+                        Opaque::ReasoningContent { text } => text.len(),
                     }
             })
             .sum();
         self.text.len() + calls + opaque
     }
 
+    /// How the response ended ([`Stop::of`] its finish reason; none is [`Stop::Done`]).
+    pub fn stop(&self) -> Stop {
+        self.finish_reason.as_deref().map_or(Stop::Done, Stop::of)
+    }
+
     /// Whether the output token limit ended the response (OpenAI `length`, Anthropic
     /// `max_tokens`, Gemini `MAX_TOKENS`): a call it was writing may be cut off.
     pub fn hit_output_limit(&self) -> bool {
-        matches!(
-            self.finish_reason.as_deref(),
-            Some("length" | "max_tokens" | "MAX_TOKENS")
-        )
+        self.stop() == Stop::Length
     }
 }
 
@@ -252,6 +336,30 @@ mod tests {
                 ..ModelResponse::default()
             };
             assert_eq!(r.hit_output_limit(), hit, "{reason}");
+        }
+    }
+
+    #[test]
+    fn every_dialect_s_stops_are_told_apart() {
+        for (reason, stop) in [
+            ("stop", Stop::Done),
+            ("end_turn", Stop::Done),
+            ("STOP", Stop::Done),
+            ("tool_calls", Stop::ToolCalls),
+            ("tool_use", Stop::ToolCalls),
+            ("length", Stop::Length),
+            ("refusal", Stop::Refusal),
+            ("content_filter", Stop::Filtered),
+            ("SAFETY", Stop::Filtered),
+            ("RECITATION", Stop::Filtered),
+            ("PROHIBITED_CONTENT", Stop::Filtered),
+            ("blockReason:OTHER", Stop::Filtered),
+            ("MALFORMED_FUNCTION_CALL", Stop::MalformedCall),
+            ("model_context_window_exceeded", Stop::ContextOverflow),
+            ("pause_turn", Stop::Other),
+            ("OTHER", Stop::Other),
+        ] {
+            assert_eq!(Stop::of(reason), stop, "{reason}");
         }
     }
 }

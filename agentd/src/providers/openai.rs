@@ -12,12 +12,19 @@
 //! a reasoning model that spent its budget thinking) is left out of the history sent, since an
 //! assistant message's `content` is required unless it has `tool_calls`
 //! (<https://platform.openai.com/docs/api-reference/chat/create#chat-create-messages>).
+//!
+//! What comes back beside the text: a `refusal` (its words become the answer's text, its finish
+//! reason `refusal`), the `reasoning_content` of DeepSeek's thinking mode and vLLM's reasoning
+//! parsers (kept, and sent back on tool steps: [`super::model::Opaque::ReasoningContent`]),
+//! `arguments` as a JSON object from some llama.cpp and Ollama builds (taken as its JSON text),
+//! and usage with `prompt_tokens_details.cached_tokens` and
+//! `completion_tokens_details.reasoning_tokens`.
 
 use super::http::{
     Call, Client, PART_OVERHEAD, StreamReader, Wire, arguments_text as arguments, event_json,
 };
 use super::limits;
-use super::model::{Message, ModelRequest, ModelResponse, Role};
+use super::model::{Message, ModelRequest, ModelResponse, Opaque, Role};
 use super::{CallFailed, ProviderError};
 use protocol::event::ToolCall;
 use protocol::ids::ToolCallId;
@@ -58,6 +65,7 @@ impl Client<OpenAi> {
             stream: self
                 .stream
                 .then_some(|| Box::new(StreamAccumulator::default()) as Box<dyn StreamReader>),
+            model: &req.model,
         };
         self.transport.run(&call, on_text).await
     }
@@ -127,6 +135,13 @@ fn message_json(m: &Message) -> Value {
                     .iter()
                     .map(|c| json!({"id": c.id.as_str(), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
                     .collect();
+                // Only on tool steps: see `Opaque::ReasoningContent`.
+                if let Some(text) = m.opaque.iter().find_map(|o| match o {
+                    Opaque::ReasoningContent { text } => Some(text),
+                    _ => None,
+                }) {
+                    v["reasoning_content"] = json!(text);
+                }
             }
             v
         }
@@ -141,13 +156,16 @@ fn message_json(m: &Message) -> Value {
     }
 }
 
+/// A `usage` object: `prompt_tokens` include the cached ones and `completion_tokens` the
+/// reasoning ones (<https://platform.openai.com/docs/api-reference/chat/object#chat/object-usage>).
 fn usage_of(v: &Value) -> TokenUsage {
+    let n = |at: &str| v.pointer(at).and_then(Value::as_u64).unwrap_or(0);
     TokenUsage {
-        input_tokens: v.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output_tokens: v
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+        input_tokens: n("/prompt_tokens"),
+        output_tokens: n("/completion_tokens"),
+        cache_read_tokens: n("/prompt_tokens_details/cached_tokens"),
+        cache_write_tokens: 0,
+        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
     }
 }
 
@@ -171,10 +189,15 @@ pub fn parse_completion(v: &Value) -> Result<ModelResponse, ProviderError> {
     let message = choice
         .get("message")
         .ok_or_else(|| malformed("the choice has no message".into()))?;
+    let refusal = message
+        .get("refusal")
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty());
     let mut response = ModelResponse {
         text: message
             .get("content")
             .and_then(Value::as_str)
+            .or(refusal)
             .unwrap_or_default()
             .to_owned(),
         usage: v.get("usage").map(usage_of).unwrap_or_default(),
@@ -184,6 +207,18 @@ pub fn parse_completion(v: &Value) -> Result<ModelResponse, ProviderError> {
             .map(str::to_owned),
         ..ModelResponse::default()
     };
+    if refusal.is_some() {
+        response.finish_reason = Some(REFUSAL.into());
+    }
+    if let Some(text) = message
+        .get("reasoning_content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        response.opaque.push(Opaque::ReasoningContent {
+            text: text.to_owned(),
+        });
+    }
     for (i, call) in message
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -198,14 +233,21 @@ pub fn parse_completion(v: &Value) -> Result<ModelResponse, ProviderError> {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
-            arguments: arguments(
-                call.pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            ),
+            arguments: arguments(&arguments_of(call.pointer("/function/arguments"))),
         });
     }
     Ok(response)
+}
+
+/// A call's arguments as text: a string as it is (what OpenAI sends, maybe not JSON — dispatch
+/// answers that), and a JSON object as its JSON text (what some llama.cpp and Ollama builds
+/// send: taken as sent, never as `{}`).
+fn arguments_of(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    }
 }
 
 /// A tool call being assembled from stream fragments.
@@ -223,9 +265,18 @@ pub struct StreamAccumulator {
     calls: BTreeMap<u64, PartialCall>,
     usage: TokenUsage,
     finish_reason: Option<String>,
+    /// Whether a `refusal` arrived: its text goes in the answer's text, to be shown.
+    refused: bool,
+    /// The `reasoning_content` deltas so far (see [`Opaque::ReasoningContent`]).
+    reasoning: String,
     /// Bytes kept so far (see [`StreamReader::size`]).
     size: usize,
 }
+
+/// The finish reason an answer that came as a `refusal` gets: OpenAI ends it with `stop`, and
+/// says it was a refusal only by the field its text came in
+/// (<https://platform.openai.com/docs/guides/structured-outputs#refusals>).
+const REFUSAL: &str = "refusal";
 
 impl StreamReader for StreamAccumulator {
     fn feed(
@@ -291,10 +342,20 @@ impl StreamAccumulator {
             let Some(delta) = choice.get("delta") else {
                 continue;
             };
+            let refusal = delta
+                .get("refusal")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty());
+            self.refused |= refusal.is_some();
+            if let Some(text) = delta.get("reasoning_content").and_then(Value::as_str) {
+                self.reasoning.push_str(text);
+                self.size += text.len();
+            }
             if let Some(text) = delta
                 .get("content")
                 .and_then(Value::as_str)
                 .filter(|t| !t.is_empty())
+                .or(refusal)
             {
                 self.text.push_str(text);
                 self.size += text.len();
@@ -330,13 +391,9 @@ impl StreamAccumulator {
                     call.name = name.to_owned();
                     self.size += name.len();
                 }
-                if let Some(args) = fragment
-                    .pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                {
-                    call.arguments.push_str(args);
-                    self.size += args.len();
-                }
+                let args = arguments_of(fragment.pointer("/function/arguments"));
+                call.arguments.push_str(&args);
+                self.size += args.len();
             }
         }
         Ok(false)
@@ -357,8 +414,61 @@ impl StreamAccumulator {
             text: self.text,
             tool_calls,
             usage: self.usage,
-            finish_reason: self.finish_reason,
+            finish_reason: if self.refused {
+                Some(REFUSAL.into())
+            } else {
+                self.finish_reason
+            },
+            opaque: if self.reasoning.is_empty() {
+                vec![]
+            } else {
+                vec![Opaque::ReasoningContent {
+                    text: self.reasoning,
+                }]
+            },
             ..ModelResponse::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_completion_brings_its_refusal_reasoning_and_object_arguments() {
+        let refused = json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": null, "refusal": "I can't help with that."}}]});
+        let r = parse_completion(&refused).unwrap();
+        assert_eq!(r.text, "I can't help with that.");
+        assert_eq!(r.stop(), super::super::model::Stop::Refusal);
+
+        let reasoned = json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": null, "reasoning_content": "think",
+                "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "read_file", "arguments": {"path": "a.txt"}}}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 8},
+                "completion_tokens_details": {"reasoning_tokens": 3}}});
+        let r = parse_completion(&reasoned).unwrap();
+        assert_eq!(r.tool_calls[0].arguments, r#"{"path":"a.txt"}"#);
+        assert_eq!(
+            r.opaque,
+            vec![Opaque::ReasoningContent {
+                text: "think".into()
+            }]
+        );
+        assert_eq!(
+            (r.usage.cache_read_tokens, r.usage.reasoning_tokens),
+            (8, 3)
+        );
+        // Sent back on the tool step, and only there.
+        let step = message_json(&Message::assistant(&r));
+        assert_eq!(step["reasoning_content"], "think");
+        let answer = Message {
+            tool_calls: vec![],
+            ..Message::assistant(&r)
+        };
+        assert!(message_json(&answer).get("reasoning_content").is_none());
     }
 }

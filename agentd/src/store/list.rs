@@ -66,6 +66,11 @@ fn finish_word(r: FinishReason) -> &'static str {
         FinishReason::TokenBudget => "token budget",
         FinishReason::Interrupted => "interrupted",
         FinishReason::Error => "error",
+        FinishReason::OutputLimit => "output limit",
+        FinishReason::Refused => "refused",
+        FinishReason::Filtered => "content filtered",
+        FinishReason::MalformedCall => "malformed calls",
+        FinishReason::ContextOverflow => "context overflow",
     }
 }
 

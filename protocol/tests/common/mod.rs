@@ -133,6 +133,7 @@ pub fn events() -> Vec<Event> {
             usage: TokenUsage {
                 input_tokens: 1200,
                 output_tokens: 80,
+                ..TokenUsage::default()
             },
             message: None,
             changes: Some(WorkspaceChanges {

@@ -6,6 +6,7 @@
 //! name or shape are in [`params`]. The messages are the real APIs' (with indices).
 
 mod params;
+mod reasoning;
 
 use super::Reply;
 use serde_json::{Value, json};
@@ -19,17 +20,19 @@ pub(super) struct Issued {
     gemini_signatures: Vec<String>,
     /// Anthropic thinking blocks sent with the `tool_use` ids of the same message.
     anthropic: Vec<(Vec<String>, Vec<Value>)>,
+    /// OpenAI-format `reasoning_content` (DeepSeek) sent with the tool call ids of its message.
+    reasoning: Vec<(Vec<String>, String)>,
 }
 
 /// The wire format a request path belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
+pub(super) enum Format {
     OpenAi,
     Anthropic,
     Gemini,
 }
 
-fn format_of(path: &str) -> Option<Format> {
+pub(super) fn format_of(path: &str) -> Option<Format> {
     if path.ends_with("/chat/completions") {
         Some(Format::OpenAi)
     } else if path.ends_with("/messages") {
@@ -44,7 +47,9 @@ fn format_of(path: &str) -> Option<Format> {
 /// Checks a request as the real API would; `Err` is the 400 it would answer.
 pub(super) fn check(path: &str, body: &Value, issued: &Issued) -> Result<(), Reply> {
     match format_of(path) {
-        Some(Format::OpenAi) => params::check_openai(body).and_then(|()| check_openai(body)),
+        Some(Format::OpenAi) => params::check_openai(body)
+            .and_then(|()| check_openai(body))
+            .and_then(|()| reasoning::check(body, issued)),
         Some(Format::Anthropic) => {
             params::check_anthropic(body).and_then(|()| check_anthropic(body, issued))
         }
@@ -411,12 +416,13 @@ pub(super) fn record(issued: &mut Issued, reply: &Reply) {
         Reply::Json {
             status: 200, body, ..
         } => serde_json::from_str(body).into_iter().collect(),
-        Reply::Sse { events, .. } => events
+        Reply::Sse { events, .. } | Reply::Thinking { events, .. } => events
             .iter()
             .filter_map(|e| serde_json::from_str(e).ok())
             .collect(),
         _ => return,
     };
+    reasoning::record(issued, &values);
     let mut thinking: Vec<(u64, Value)> = Vec::new();
     let mut tool_ids = Vec::new();
     for v in &values {

@@ -325,10 +325,7 @@ impl Renderer {
                 self.line(&painted);
             }
         }
-        let usage = format!(
-            "({} tokens in, {} out)",
-            t.usage.input_tokens, t.usage.output_tokens
-        );
+        let usage = usage_words(&t.usage);
         if t.reason == FinishReason::Done {
             self.note(&usage);
             return;
@@ -388,16 +385,31 @@ fn status_word(status: ToolStatus) -> &'static str {
     }
 }
 
+/// A turn's tokens in words: in and out, then how many were read from and written to the
+/// cache and how many were reasoning, when there were any.
+fn usage_words(u: &protocol::session::TokenUsage) -> String {
+    let mut words = format!("({} tokens in, {} out", u.input_tokens, u.output_tokens);
+    let mut of_them = Vec::new();
+    if u.cache_read_tokens > 0 || u.cache_write_tokens > 0 {
+        of_them.push(format!(
+            "{} read from the cache, {} written to it",
+            u.cache_read_tokens, u.cache_write_tokens
+        ));
+    }
+    if u.reasoning_tokens > 0 {
+        of_them.push(format!("{} reasoning", u.reasoning_tokens));
+    }
+    if !of_them.is_empty() {
+        words.push_str("; ");
+        words.push_str(&of_them.join(", "));
+    }
+    words.push(')');
+    words
+}
+
 /// The stop reason as the protocol names it.
 pub fn reason_word(reason: FinishReason) -> &'static str {
-    match reason {
-        FinishReason::Done => "done",
-        FinishReason::MaxSteps => "max_steps",
-        FinishReason::Timeout => "timeout",
-        FinishReason::TokenBudget => "token_budget",
-        FinishReason::Interrupted => "interrupted",
-        FinishReason::Error => "error",
-    }
+    reason.as_str()
 }
 
 /// The todo list in one line: how many are done, and what is being done.
