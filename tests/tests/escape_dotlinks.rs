@@ -7,10 +7,14 @@
 //! built binaries, as root and as an unprivileged user.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
+mod daemon;
+
 use agentd_e2e::mock_llm::MockLlm;
 use agentd_e2e::mock_llm::openai::{answer_reply as answer, bash_reply as bash};
-use agentd_e2e::{As, Dir, agent_against, both, give, sandbox_within};
-use std::os::unix::fs::symlink;
+use agentd_e2e::{As, Dir, agent_against, both, give, sandbox_within, test_user};
+use daemon::{Daemon, Place, as_user};
+use serde_json::json;
+use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -151,3 +155,59 @@ both!(
         assert!(run.stdout.contains("allowed"), "{run:?}");
     }
 );
+
+/// A link put in the test user's own home for one test, removed when dropped (other tests share
+/// that home; a link left behind would lead nowhere they work).
+struct HomeLink(PathBuf);
+
+impl Drop for HomeLink {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn a_root_daemon_protects_what_the_session_owners_home_links_to() {
+    let Some(user) = test_user() else {
+        eprintln!("skipped: needs root to create the test user");
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockLlm::start(vec![
+        bash(
+            "call_1",
+            "echo 'echo DOTFILE-RC-RAN' >> rc; echo notes > notes.txt",
+        ),
+        answer("done"),
+    ]));
+    let place = Place::new("");
+    let _d = Daemon::start(&place, &mock.url());
+    std::fs::set_permissions(&place.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // The dotfiles in a directory only the user may enter: the daemon reads as the user.
+    let private = Dir::new("dotlinks-daemon", As::User);
+    std::fs::set_permissions(&private.0, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let ws = private.0.join("dotfiles");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("rc"), "# mine\n").unwrap();
+    give(&private.0, As::User);
+    let name = format!(".{}rc", agentd_e2e::unique("agentd-e2e-dotlink"));
+    let link = HomeLink(user.home.join(name));
+    symlink(ws.join("rc"), &link.0).unwrap();
+    let frames = as_user(
+        &place.socket,
+        &[
+            json!({"type": "create_session", "workspace": ws, "model": null,
+                "approval": "skip_permissions", "max_steps": null, "title": null}),
+            json!({"type": "attach_session", "session": "$SESSION", "after_seq": null}),
+            json!({"type": "send_message", "session": "$SESSION", "text": "go"}),
+        ],
+    );
+    let last = frames.last().unwrap();
+    assert_eq!(last["event"]["type"], "turn_finished", "{frames:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "notes\n",
+        "the call ran and wrote the workspace"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("rc")).unwrap(), "# mine\n");
+}
