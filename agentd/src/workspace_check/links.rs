@@ -132,10 +132,9 @@ pub fn scan(home: &Path, configs: &[PathBuf], roots: &[PathBuf]) -> Found {
             });
         }
     }
+    // Past a refusal too: an allowed broad workspace still gets every link that can be
+    // protected.
     while let Some(dir) = queue.pop_front() {
-        if scan.found.refusal.is_some() {
-            break;
-        }
         if !scan.list(&dir, &mut queue) {
             break;
         }
@@ -192,7 +191,7 @@ impl Scan<'_> {
                 if dir.config && dir.level == 1 {
                     self.judge(&named, &real, true);
                 }
-                if dir.level < DEPTH && !self.inside(&real) && !self.holds_root(&real) {
+                if dir.level < DEPTH && !self.inside(&real) {
                     queue.push_back(Dir {
                         named,
                         real,
@@ -200,9 +199,6 @@ impl Scan<'_> {
                         config: false,
                     });
                 }
-            }
-            if self.found.refusal.is_some() {
-                return false;
             }
         }
         true

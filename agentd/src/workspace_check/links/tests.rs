@@ -109,3 +109,21 @@ fn a_home_too_large_to_list_is_refused_and_deep_levels_are_cut() {
     assert_eq!(found.refusal.map(|r| r.why), Some(Why::TooMany));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_refusal_stops_nothing_else_and_a_directory_holding_the_workspace_is_looked_in() {
+    let (dir, home, _) = scratch("past-refusal");
+    // The workspace inside the home, as most are: `~/src/app`.
+    let ws = home.join("src/app");
+    std::fs::create_dir_all(&ws).unwrap();
+    symlink(&ws, home.join(".config/nvim")).unwrap();
+    symlink(ws.join("zshrc"), home.join(".zshrc")).unwrap();
+    symlink(ws.join("tool"), home.join("src/tool")).unwrap();
+    let found = scan_home(&home, &ws);
+    assert_eq!(
+        found.refusal.map(|r| r.link),
+        Some(home.join(".config/nvim"))
+    );
+    assert_eq!(found.names, ["tool", "zshrc"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
