@@ -279,7 +279,11 @@ fn spelled(rel: &Path) -> Option<String> {
 /// which is where a call would create it.
 pub fn resolve(dir: &Path, link: &Path, roots: &[PathBuf]) -> Result<PathBuf, Why> {
     let mut pending: VecDeque<PathBuf> = VecDeque::new();
-    let first = std::fs::read_link(link).map_err(|_| Why::Loop)?;
+    // Unreadable to the owner (a directory listable but not searchable): to the owner's
+    // programs too, which then read nothing through it.
+    let Ok(first) = std::fs::read_link(link) else {
+        return Ok(link.to_path_buf());
+    };
     let mut current = dir.to_path_buf();
     push_front(&mut pending, &first);
     let mut hops = 1;
@@ -306,8 +310,14 @@ pub fn resolve(dir: &Path, link: &Path, roots: &[PathBuf]) -> Result<PathBuf, Wh
                         if hops > MAX_HOPS {
                             return Err(Why::Loop);
                         }
-                        let target = std::fs::read_link(&next).map_err(|_| Why::Loop)?;
-                        push_front(&mut pending, &target);
+                        match std::fs::read_link(&next) {
+                            Ok(target) => push_front(&mut pending, &target),
+                            // Gone or unreadable since: nothing is read through it.
+                            Err(_) => {
+                                missing = true;
+                                current = next;
+                            }
+                        }
                     }
                     Ok(_) => current = next,
                     Err(_) => {
