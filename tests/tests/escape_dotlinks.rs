@@ -4,7 +4,8 @@
 //! next editor runs. What such a link leads to is read-only to every call, and the rest of the
 //! workspace stays writable; a link that cannot be protected so (the workspace *is* what it
 //! leads to) refuses the workspace as broad, naming the link. Each runs for real through the
-//! built binaries, as root and as an unprivileged user.
+//! built binaries, as root and as an unprivileged user, and a root daemon's session of that
+//! user scans the user's own home, as the user.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 mod daemon;
