@@ -184,6 +184,7 @@ fn call(args: &SandboxArgs) -> Result<(SandboxSpec, ToolRequest, PrivateDir)> {
     spec.limits = limits;
     spec.read_paths = absolute(&args.read_paths, "--read-path")?;
     spec.write_paths = absolute(&args.write_paths, "--write-path")?;
+    crate::workspace_check::links_protected(&mut spec, home.as_deref(), &guard)?;
     Ok((spec, ToolRequest::Bash(BashRequest { command }), tmp))
 }
 

@@ -309,6 +309,9 @@ pub fn prepare(base: &Base, plan: Plan) -> Result<Prepared, BuildError> {
         section.apply(&mut sandbox, &base.config_text, &path.display().to_string())?;
     }
     hidden.apply(&mut sandbox);
+    // Now that the writable roots are known: what the home's links lead to inside them is
+    // read-only to every call (`~/.bashrc -> ~/dotfiles/bashrc`).
+    crate::workspace_check::links_protected(&mut sandbox, plan.home.as_deref(), &base.guard)?;
     Ok(Prepared {
         plan,
         worker_bin,

@@ -18,8 +18,14 @@
 //! when the workspace *is* a home, the documented list [`hide::HOME_SECRETS`].
 //!
 //! [`machine`] reads what is sensitive on this machine; [`judge`] is the pure decision.
+//!
+//! A project workspace can still be what the home runs: `~/.bashrc -> ~/dotfiles/bashrc`. Once
+//! the spec's writable roots are known, [`links_protected`] scans the home's links
+//! ([`links`]) and makes each target inside a root a protected path, or refuses the workspace
+//! as broad naming a link that cannot be protected.
 
 pub mod hide;
+pub mod links;
 pub mod machine;
 
 use std::path::{Path, PathBuf};
@@ -68,6 +74,21 @@ pub enum Reason {
         /// The workspace holds it (else is it).
         holds: bool,
     },
+    /// A symlink of the home (or of a config directory) leads into the workspace, and what it
+    /// leads to cannot be made read-only.
+    HomeLink {
+        /// The link, as the home names it.
+        link: PathBuf,
+        /// Why it cannot be protected.
+        why: links::Why,
+    },
+    /// The home could not be scanned for links into the workspace as its owner.
+    Unscanned {
+        /// The home.
+        home: PathBuf,
+        /// Why.
+        why: String,
+    },
     /// It holds (or is, or lies inside) one of the agent's own paths.
     Agent {
         /// What that path is.
@@ -96,6 +117,16 @@ impl std::fmt::Display for Reason {
                 f,
                 "it {} the home directory {}: its keys (~/.ssh), the agent's API key (~/.agents/env) and config, and the shell's startup files",
                 if *holds { "holds" } else { "is" },
+                home.display()
+            ),
+            Reason::HomeLink { link, why } => write!(
+                f,
+                "the home's symlink {} {why}, so a call could change what the home runs outside the sandbox (the shell's startup files, an editor's config)",
+                link.display()
+            ),
+            Reason::Unscanned { home, why } => write!(
+                f,
+                "the home {} could not be scanned for symlinks into it as its owner: {why}",
                 home.display()
             ),
             Reason::Agent {
@@ -171,18 +202,102 @@ pub fn check_against(
     match judge(&workspace, sensitive) {
         None => Ok(Hidden::default()),
         Some(_) if guard.allow => Ok(hide::hidden(&workspace, sensitive)),
-        Some(reason) => Err(BroadWorkspace {
+        Some(reason) => Err(refusal(workspace, reason, guard)),
+    }
+}
+
+fn refusal(workspace: PathBuf, reason: Reason, guard: &Guard) -> BroadWorkspace {
+    BroadWorkspace {
+        workspace,
+        reason,
+        how: match guard.how {
+            Override::Flag => {
+                "pass --allow-broad-workspace (or set `[sandbox] allow_broad_workspace = true` in the config) to allow it with the home's secrets hidden"
+            }
+            Override::DaemonConfig => {
+                "ask the daemon's operator to set `[sandbox] allow_broad_workspace = true` in its config (a client cannot allow it)"
+            }
+        },
+    }
+}
+
+/// Makes every path inside `spec`'s writable roots (workspace and write paths, as the config
+/// left them) that a symlink of `home` or of its config directories leads to a protected path
+/// of `spec`; refuses the workspace as broad, naming the link, when one cannot be protected
+/// (unless allowed: then it is left as it is, with a warning). Read with the rights of
+/// `spec.run_as` when this process is root (what the owner's links lead to is the owner's to
+/// see, not root's). `$XDG_CONFIG_HOME` is the tools' when they have one, else this process's
+/// when `home` is its own.
+pub fn links_protected(
+    spec: &mut protocol::worker::SandboxSpec,
+    home: Option<&Path>,
+    guard: &Guard,
+) -> Result<(), BroadWorkspace> {
+    let Some(home) = home.filter(|h| h.is_absolute()) else {
+        return Ok(());
+    };
+    let workspace = machine::canonical(&spec.workspace);
+    let roots: Vec<PathBuf> = std::iter::once(&spec.workspace)
+        .chain(&spec.write_paths)
+        .map(|p| machine::canonical(p))
+        .collect();
+    let own_home = std::env::var_os("HOME").is_some_and(|h| Path::new(&h) == home);
+    let xdg = spec
+        .env
+        .iter()
+        .find(|v| v.name == "XDG_CONFIG_HOME")
+        .map(|v| PathBuf::from(&v.value))
+        .or_else(|| {
+            own_home
+                .then(|| std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from))
+                .flatten()
+        })
+        .filter(|p| p.is_absolute());
+    let mut configs = vec![home.join(".config")];
+    configs.extend(xdg.filter(|x| *x != configs[0]));
+    let found = {
+        let _as_owner = match tool_worker::lockdown::mounts::as_owner::assume(spec.run_as.as_ref())
+        {
+            Ok(guard) => guard,
+            Err(e) => {
+                let reason = Reason::Unscanned {
+                    home: home.to_path_buf(),
+                    why: e.to_string(),
+                };
+                return Err(refusal(workspace, reason, guard));
+            }
+        };
+        links::scan(home, &configs, &roots)
+    };
+    if found.truncated {
+        tracing::info!(
+            "the home's symlinks below its first level were looked at up to {} entries only",
+            links::MAX_ENTRIES
+        );
+    }
+    for name in found.names {
+        if !spec.protected_paths.contains(&name) {
+            spec.protected_paths.push(name);
+        }
+    }
+    match found.refusal {
+        None => Ok(()),
+        Some(r) if guard.allow => {
+            tracing::warn!(
+                "the home's symlink {} {}: left writable (the broad workspace is allowed)",
+                crate::inert::inert_line(&r.link.display().to_string()),
+                r.why
+            );
+            Ok(())
+        }
+        Some(r) => Err(refusal(
             workspace,
-            reason,
-            how: match guard.how {
-                Override::Flag => {
-                    "pass --allow-broad-workspace (or set `[sandbox] allow_broad_workspace = true` in the config) to allow it with the home's secrets hidden"
-                }
-                Override::DaemonConfig => {
-                    "ask the daemon's operator to set `[sandbox] allow_broad_workspace = true` in its config (a client cannot allow it)"
-                }
+            Reason::HomeLink {
+                link: r.link,
+                why: r.why,
             },
-        }),
+            guard,
+        )),
     }
 }
 

@@ -202,3 +202,39 @@ fn an_allowed_home_hides_its_secrets_and_a_home_inside_whole() {
     assert_eq!(above.names, vec!["gone".to_owned()]);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn the_homes_links_are_read_with_the_owners_rights_not_roots() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("owner-links");
+    let (home, ws) = (dir.join("home"), dir.join("ws"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    std::os::unix::fs::symlink(ws.join("rc"), home.join(".rc")).unwrap();
+    // A home only root may list: what root would see there, the owner does not.
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let protects_rc = |run_as: Option<protocol::worker::RunAs>| {
+        let (home, ws) = (home.clone(), ws.clone());
+        // On a thread of its own: the scan changes its thread's filesystem identity.
+        std::thread::spawn(move || {
+            let mut spec = crate::worker::default_sandbox(ws, "/nonexistent".into(), Some(&home));
+            spec.run_as = run_as;
+            links_protected(&mut spec, Some(&home), &Guard::default()).unwrap();
+            spec.protected_paths.iter().any(|p| p == "rc")
+        })
+        .join()
+        .unwrap()
+    };
+    assert!(protects_rc(None), "as root, the link is seen");
+    let nobody = protocol::worker::RunAs {
+        uid: 65534,
+        gid: 65534,
+        groups: vec![],
+    };
+    assert!(!protects_rc(Some(nobody)), "as the owner, it is not");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
