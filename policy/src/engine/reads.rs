@@ -201,6 +201,11 @@ impl Cwds {
         })
     }
 
+    /// Every directory the command may run in; `None` when one is only known at run time.
+    pub(super) fn known(&self) -> Option<&[PathBuf]> {
+        (!self.unknown).then_some(self.dirs.as_slice())
+    }
+
     fn add(&mut self, dir: PathBuf) {
         if self.dirs.len() < 32 && !self.dirs.contains(&dir) {
             self.dirs.push(dir);
@@ -260,7 +265,11 @@ fn expand_braces(text: &str) -> Option<Vec<String>> {
 
 /// Where a path word leads from every possible working directory; `Err` with why when the
 /// policy cannot say.
-fn places(text: &str, cwds: &Cwds, ctx: &Context<'_>) -> Result<Vec<PathBuf>, &'static str> {
+pub(super) fn places(
+    text: &str,
+    cwds: &Cwds,
+    ctx: &Context<'_>,
+) -> Result<Vec<PathBuf>, &'static str> {
     let tilde = text.starts_with('~');
     if !tilde && !text.starts_with('/') && cwds.unknown {
         return Err("is relative to a directory only known at run time");

@@ -229,13 +229,22 @@ fn python(argv: Vec<Word>, walk: &mut Walk<'_>) {
             return;
         }
     };
-    let name = format!("python -m {module}");
+    let mut name = format!("python -m {module}");
     if walk.specs.get(&name).is_none() {
         walk.out.push(command(argv, false, None, walk));
         return;
     }
+    // A module's own subcommand right after it (`python -m unittest discover`).
+    let mut skip = i + 2;
+    if let Some(sub) = argv.get(skip).filter(|w| !w.may_differ()) {
+        let full = format!("{name} {}", sub.text);
+        if walk.specs.get(&full).is_some() {
+            name = full;
+            skip += 1;
+        }
+    }
     let mut rated = vec![Word::literal(name)];
-    rated.extend(argv.into_iter().skip(i + 2));
+    rated.extend(argv.into_iter().skip(skip));
     walk.out.push(command(rated, false, None, walk));
 }
 

@@ -2,7 +2,7 @@
 //! getopt_long (clustered short options, `--long=value`, unique prefixes, options after operands,
 //! `--`), POSIX-style parsers that stop at the first operand, Go's flag package, and `find`.
 
-use super::{Args, Arity, Check, Opt, Spec, Specs, Style, scripts};
+use super::{Args, Arity, Check, Opt, Role, Spec, Specs, Style, scripts};
 use crate::shell::Word;
 
 /// Why a command line does not fit its spec: it asks.
@@ -30,6 +30,22 @@ pub struct Arg<'w> {
     pub text: &'w str,
     /// The word it came from (whether it is static, a glob, or only known at run time).
     pub word: &'w Word,
+    /// What the program does with it: operands and the values of options whose role is not
+    /// declared are `Read`.
+    pub role: Role,
+    /// For a module value, the names the program resolves to its own built-ins.
+    pub builtins: &'w [String],
+}
+
+impl<'w> Arg<'w> {
+    fn of(opt: &'w Opt, text: &'w str, word: &'w Word) -> Self {
+        Self {
+            text,
+            word,
+            role: opt.role,
+            builtins: &opt.builtins,
+        }
+    }
 }
 
 /// A command line read against its spec.
@@ -126,6 +142,8 @@ pub fn check<'w>(specs: &'w Specs, name: &str, argv: &'w [Word]) -> Result<Parse
             None => parsed.operands.extend(argv[end + 1..].iter().map(|w| Arg {
                 text: &w.text,
                 word: w,
+                role: Role::Read,
+                builtins: &[],
             })),
         }
     }
@@ -173,6 +191,8 @@ fn read<'w>(
             parsed.operands.push(Arg {
                 text: &w.text,
                 word: w,
+                role: Role::Read,
+                builtins: &[],
             });
             if spec.style == Style::Posix || spec.style == Style::Find {
                 options_end = spec.style == Style::Posix;
@@ -243,6 +263,8 @@ fn long<'w>(
                 Some(_) => vec![Arg {
                     text: &w.text[name.len() + 1..],
                     word: w,
+                    role: Role::Read,
+                    builtins: &[],
                 }],
                 None => Vec::new(),
             };
@@ -409,38 +431,29 @@ fn take_values<'w>(
             Ok(at + 1)
         }
         (Arity::Optional | Arity::One, Some(v)) => {
-            parsed
-                .options
-                .push((canonical, vec![Arg { text: v, word: w }]));
+            parsed.options.push((canonical, vec![Arg::of(opt, v, w)]));
             Ok(at + 1)
         }
         (Arity::One, None) => {
             let v = argv
                 .get(at + 1)
                 .ok_or_else(|| Problem::new(written, format!("`{written}` needs a value")))?;
-            parsed.options.push((
-                canonical,
-                vec![Arg {
-                    text: &v.text,
-                    word: v,
-                }],
-            ));
+            parsed
+                .options
+                .push((canonical, vec![Arg::of(opt, &v.text, v)]));
             Ok(at + 2)
         }
         (Arity::Two, attached) => {
             let mut values = Vec::new();
             let mut next = at + 1;
             if let Some(v) = attached {
-                values.push(Arg { text: v, word: w });
+                values.push(Arg::of(opt, v, w));
             }
             while values.len() < 2 {
                 let v = argv.get(next).ok_or_else(|| {
                     Problem::new(written, format!("`{written}` needs two values"))
                 })?;
-                values.push(Arg {
-                    text: &v.text,
-                    word: v,
-                });
+                values.push(Arg::of(opt, &v.text, v));
                 next += 1;
             }
             parsed.options.push((canonical, values));

@@ -1,7 +1,7 @@
 //! Reading `data.toml` into [`Spec`]s: once, at policy build; every mistake in the data is an error
 //! naming the command and the token.
 
-use super::{Args, Arity, Check, Family, Opt, Recursive, Spec, Style};
+use super::{Args, Arity, Check, Family, Opt, Recursive, Role, Shape, Spec, Style};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -47,6 +47,15 @@ struct RawSpec {
     #[serde(default)]
     ask: Vec<String>,
     #[serde(default)]
+    writes: String,
+    #[serde(default)]
+    loads: String,
+    #[serde(default)]
+    network: String,
+    /// Which version of the program the options were read from (`--help`, man page, docs).
+    #[allow(dead_code)] // documentation, checked to be present on every spec by a test
+    audited: Option<String>,
+    #[serde(default)]
     numeric: bool,
     args: Option<String>,
     first_text_unless: Option<Vec<String>>,
@@ -66,6 +75,8 @@ struct RawSpec {
     names_only: bool,
     operands_with: Option<Vec<String>>,
     command_at: Option<usize>,
+    network_unless: Option<Vec<String>>,
+    modules_with: Option<Vec<String>>,
 }
 
 /// Every spec, by command name (`ls`, `git status`), and the version queries. The maps' keys are
@@ -164,6 +175,19 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
         let opt = parse_token(token, None, style).map_err(&err)?;
         opts.insert(opt.name.clone(), opt);
     }
+    for (list, role) in [
+        (&raw.writes, Role::Write(Shape::Path)),
+        (&raw.loads, Role::Load(Shape::Path)),
+    ] {
+        for token in list.split_whitespace() {
+            let opt = parse_role_token(token, role, style).map_err(&err)?;
+            opts.insert(opt.name.clone(), opt);
+        }
+    }
+    for token in raw.network.split_whitespace() {
+        let opt = parse_token(token, Some("contacts the network"), style).map_err(&err)?;
+        opts.insert(opt.name.clone(), opt);
+    }
     for entry in &raw.ask {
         let (tokens, reason) = entry
             .split_once(" : ")
@@ -182,6 +206,8 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
     let args = match raw.args.as_deref().unwrap_or("paths") {
         "paths" => Args::Paths,
         "text" => Args::Text,
+        "modules" => Args::Modules,
+        "loads" => Args::Loads,
         other => return Err(err(format!("unknown args {other:?}"))),
     };
     let check = match raw.check.as_deref() {
@@ -238,6 +264,8 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
         operands_with: raw.operands_with.clone(),
         recursive,
         command_at: raw.command_at,
+        network_unless: raw.network_unless.clone(),
+        modules_with: raw.modules_with.clone(),
     })
 }
 
@@ -270,7 +298,49 @@ fn parse_token(token: &str, asks: Option<&str>, style: Style) -> Result<Opt, Str
         name: name.to_owned(),
         arity,
         asks: asks.map(str::to_owned),
+        role: Role::Read,
+        builtins: Vec::new(),
     })
+}
+
+/// A `writes` or `loads` token: `-o=` or `-o?` (the value is the path), `--print=KIND=PATH` or
+/// `--cov-report=TYPE:PATH` (the path follows the separator, when there is one), `-r=MODULE` (a
+/// module name or a path; `-f=MODULE(json,stylish)` with the names the program resolves to its
+/// own built-ins), `-p=PLUGIN` (a pytest plugin: a module, or `no:NAME`).
+fn parse_role_token(token: &str, role: Role, style: Style) -> Result<Opt, String> {
+    let cut = token
+        .char_indices()
+        .skip(1)
+        .find(|&(_, c)| c == '=' || c == '?')
+        .map(|(i, _)| i)
+        .ok_or_else(|| format!("{token:?} takes no value, so it cannot write or load a path"))?;
+    let (head, template) = token.split_at(cut + 1);
+    let (template, builtins) = match template.split_once('(') {
+        Some((t, names)) => {
+            let names = names
+                .strip_suffix(')')
+                .ok_or_else(|| format!("{token:?}: unclosed list of built-in names"))?;
+            (t, names.split(',').map(str::to_owned).collect())
+        }
+        None => (template, Vec::new()),
+    };
+    let shape = match template {
+        "" | "PATH" => Shape::Path,
+        "MODULE" => Shape::Module,
+        "PLUGIN" => Shape::Plugin,
+        t => match t.strip_suffix("PATH").and_then(|k| k.chars().last()) {
+            Some(sep @ ('=' | ':')) => Shape::After(sep),
+            _ => return Err(format!("{token:?}: unknown value template {t:?}")),
+        },
+    };
+    let mut opt = parse_token(head, None, style)?;
+    opt.builtins = builtins;
+    opt.role = match role {
+        Role::Write(_) => Role::Write(shape),
+        Role::Load(_) => Role::Load(shape),
+        Role::Read => Role::Read,
+    };
+    Ok(opt)
 }
 
 #[cfg(test)]
@@ -295,6 +365,26 @@ mod tests {
             "single-dash long names only in go/find style"
         );
         assert!(t("---x").is_err());
+    }
+
+    #[test]
+    fn role_tokens_carry_where_the_path_is() {
+        let t = |s| parse_role_token(s, Role::Write(Shape::Path), Style::Gnu).map(|o| o.role);
+        assert_eq!(t("-o="), Ok(Role::Write(Shape::Path)));
+        assert_eq!(t("--print=KIND=PATH"), Ok(Role::Write(Shape::After('='))));
+        assert_eq!(
+            t("--cov-report=TYPE:PATH"),
+            Ok(Role::Write(Shape::After(':')))
+        );
+        assert_eq!(t("-r=MODULE"), Ok(Role::Write(Shape::Module)));
+        assert_eq!(t("-f=MODULE(json,tap)"), Ok(Role::Write(Shape::Module)));
+        let f = parse_role_token("-f=MODULE(json,tap)", Role::Load(Shape::Path), Style::Gnu);
+        assert_eq!(
+            f.map(|o| o.builtins),
+            Ok(vec!["json".to_owned(), "tap".to_owned()])
+        );
+        assert!(t("--cache").is_err(), "a flag has no path to write");
+        assert!(t("-o=WHATEVER").is_err());
     }
 
     #[test]
