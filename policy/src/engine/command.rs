@@ -114,6 +114,25 @@ impl Policy {
         parts: &mut Vec<Part>,
     ) {
         let spec = parsed.spec;
+        if let Some(unless) = &spec.network_unless
+            && self.network == Verdict::Allow
+            && !Spec::given(parsed, unless)
+        {
+            // Without the network (the default) the worker cannot download: only what is
+            // installed runs. With it, a name not installed is fetched and run.
+            let why = format!(
+                "`{}` may download and run a package from the network (tool calls have the \
+                 network here); {} runs only what is installed",
+                excerpt_of(line),
+                unless.join(" or ")
+            );
+            parts.push(command_part(
+                Verdict::Ask,
+                format!("the spec of `{base}`"),
+                why,
+                line,
+            ));
+        }
         if spec.command_at.is_some() {
             let lookup = base == "command" && (parsed.has("-v") || parsed.has("-V"));
             if parsed.command_at.is_none() && !lookup && !c.transparent {
@@ -133,25 +152,6 @@ impl Policy {
         }
         if spec.family == Family::Build {
             self.rate_project_dirs(line, ctx, cwds, parts);
-        }
-        if let Some(unless) = &spec.network_unless
-            && self.network == Verdict::Allow
-            && !Spec::given(parsed, unless)
-        {
-            // Without the network (the default) the worker cannot download: only what is
-            // installed runs. With it, a name not installed is fetched and run.
-            let why = format!(
-                "`{}` may download and run a package from the network (tool calls have the \
-                 network here); {} runs only what is installed",
-                excerpt_of(line),
-                unless.join(" or ")
-            );
-            parts.push(command_part(
-                Verdict::Ask,
-                format!("the spec of `{base}`"),
-                why,
-                line,
-            ));
         }
         if spec.family == Family::Build && self.project_code > Verdict::Allow {
             let why = format!(
