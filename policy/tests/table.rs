@@ -104,3 +104,8 @@ fn the_grammar_gate() {
 fn options_by_role() {
     check_table("options.txt", include_str!("data/options.txt"), 100);
 }
+
+#[test]
+fn fewer_needless_asks() {
+    check_table("needless.txt", include_str!("data/needless.txt"), 100);
+}

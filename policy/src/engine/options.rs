@@ -19,6 +19,7 @@ fn path_in(text: &str, shape: Shape) -> Option<&str> {
         Shape::Path | Shape::Module => Some(text),
         Shape::After(sep) => text.split_once(sep).map(|(_, path)| path),
         Shape::Plugin => (!text.starts_with("no:")).then_some(text),
+        Shape::Property => Some(text),
     }
 }
 
@@ -78,7 +79,13 @@ impl Policy {
             _ => None,
         };
         if let Some(shape) = shape {
-            for a in &parsed.operands {
+            // The script or pattern comes first (`npm run NAME …`).
+            let skip_first = parsed
+                .spec
+                .first_text_unless
+                .as_ref()
+                .is_some_and(|unless| !crate::specs::Spec::given(parsed, unless));
+            for a in parsed.operands.iter().skip(usize::from(skip_first)) {
                 self.rate_load("", a, shape, line, ctx, cwds, parts);
             }
         }
@@ -191,6 +198,17 @@ impl Policy {
         };
         let problem = if v.word.may_differ() || v.word.has_glob() {
             Some("its value is only known at run time".to_owned())
+        } else if shape == Shape::Property {
+            let name = path.split_once('=').map_or(path, |(name, _)| name);
+            if v.builtins.iter().any(|b| b == name) {
+                return;
+            }
+            Some(format!(
+                "`{}` is a property any part of the build may read (a JVM's agents, where \
+                 packages come from); only {} pass",
+                excerpt_of(name),
+                v.builtins.join(", ")
+            ))
         } else if matches!(shape, Shape::Module | Shape::Plugin) && !is_path_like(path) {
             Some(format!(
                 "`{}` is a module name, looked up where the policy cannot see (installed \

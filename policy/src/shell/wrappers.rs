@@ -55,8 +55,24 @@ pub(super) fn expand_command(argv: Vec<Word>, walk: &mut Walk<'_>) {
             let base = base.to_owned();
             wrapper(argv, &base, walk);
         }
+        _ if let Some(sub) = wrapper_subcommand(base, &argv, walk) => {
+            // `bundle exec rspec`: a subcommand that runs a command, read as one wrapper.
+            let mut rated = vec![Word::literal(sub.clone())];
+            rated.extend(argv.into_iter().skip(2));
+            wrapper(rated, &sub, walk);
+        }
         _ => walk.out.push(command(argv, false, None, walk)),
     }
+}
+
+/// `"{base} {sub}"` when the command's first argument names a subcommand whose spec is a wrapper.
+fn wrapper_subcommand(base: &str, argv: &[Word], walk: &Walk<'_>) -> Option<String> {
+    let sub = argv.get(1).filter(|w| !w.may_differ())?;
+    let name = format!("{base} {}", sub.text);
+    walk.specs
+        .get(&name)
+        .is_some_and(|s| s.command_at.is_some())
+        .then_some(name)
 }
 
 fn command(
@@ -148,8 +164,7 @@ fn env(argv: Vec<Word>, walk: &mut Walk<'_>) {
         if !crate::specs::scripts::is_identifier(name) {
             break;
         }
-        let plain = !w.may_differ() && super::env::value_is_plain(value);
-        if !super::env::is_allowed(name) || !plain {
+        if w.may_differ() || !super::env::is_allowed_with(name, value) {
             walk.out.push(Finding::unresolved(
                 &w.text,
                 "env sets a variable for the command; only LANG, LC_*, TZ, NO_COLOR, TERM, RUST_BACKTRACE and a few others cannot change what runs",

@@ -2,7 +2,7 @@
 //! getopt_long (clustered short options, `--long=value`, unique prefixes, options after operands,
 //! `--`), POSIX-style parsers that stop at the first operand, Go's flag package, and `find`.
 
-use super::{Args, Arity, Check, Opt, Role, Spec, Specs, Style, scripts};
+use super::{Args, Arity, Check, Opt, Role, Shape, Spec, Specs, Style, scripts};
 use crate::shell::Word;
 
 /// Why a command line does not fit its spec: it asks.
@@ -15,7 +15,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn new(what: &str, why: impl Into<String>) -> Self {
+    pub(super) fn new(what: &str, why: impl Into<String>) -> Self {
         Self {
             what: crate::shell::excerpt_of(what),
             why: why.into(),
@@ -87,22 +87,29 @@ pub fn check<'w>(specs: &'w Specs, name: &str, argv: &'w [Word]) -> Result<Parse
     };
     let mut at = 1;
     let mut spec = spec;
-    if spec.subcommands {
-        // Global options, then the subcommand, whose spec reads the rest.
+    // Global options, then the subcommand, whose spec reads the rest; it may have subcommands
+    // of its own (`git remote get-url`, `git stash show`).
+    let mut first = true;
+    while spec.subcommands {
         at = read(spec, argv, at, &mut parsed, true)?;
-        while let Some(w) = argv
-            .get(at)
-            .filter(|w| w.text.starts_with('+') && !w.dynamic)
+        while first
+            && argv
+                .get(at)
+                .is_some_and(|w| w.text.starts_with('+') && !w.dynamic)
         {
             // `cargo +nightly test`: a toolchain, chosen by rustup.
-            let _ = w;
             at += 1;
         }
+        first = false;
         let Some(sub) = argv.get(at) else {
             if spec.bare_ok {
+                parsed.spec = spec;
                 return Ok(parsed);
             }
-            return Err(Problem::new(name, format!("`{name}` without a subcommand")));
+            return Err(Problem::new(
+                &spec.name,
+                format!("`{}` without a subcommand", spec.name),
+            ));
         };
         if sub.may_differ() {
             return Err(Problem::new(
@@ -135,8 +142,26 @@ pub fn check<'w>(specs: &'w Specs, name: &str, argv: &'w [Word]) -> Result<Parse
                 };
                 read(rest, argv, end + 1, &mut inner, false)?;
                 parsed.options.extend(inner.options);
-                if rest.args == Args::Paths {
-                    parsed.rest_paths = inner.operands;
+                let load = match rest.args {
+                    Args::Paths => {
+                        parsed.rest_paths = std::mem::take(&mut inner.operands);
+                        None
+                    }
+                    Args::Text => None,
+                    Args::Loads => Some(Shape::Path),
+                    Args::Modules => Some(Shape::Module),
+                };
+                if let Some(shape) = load {
+                    // What the script's runner loads (`npm test -- spec/x.js`): rated by role.
+                    let values = inner
+                        .operands
+                        .into_iter()
+                        .map(|a| Arg {
+                            role: Role::Load(shape),
+                            ..a
+                        })
+                        .collect();
+                    parsed.options.push(("--", values));
                 }
             }
             None => parsed.operands.extend(argv[end + 1..].iter().map(|w| Arg {
@@ -161,7 +186,8 @@ fn read<'w>(
     parsed: &mut Parsed<'w>,
     stop_at_operand: bool,
 ) -> Result<usize, Problem> {
-    let mut options_end = spec.check == Some(Check::Test);
+    // `test` and the C compilers' words are all read by their validators.
+    let mut options_end = matches!(spec.check, Some(Check::Test | Check::Cc));
     while let Some(w) = argv.get(at) {
         if let Some(k) = spec.command_at
             && parsed.operands.len() == k
@@ -251,6 +277,14 @@ fn long<'w>(
     parsed: &mut Parsed<'w>,
 ) -> Result<usize, Problem> {
     let w = &argv[at];
+    if let Some(opt) = spec.opts.get(w.text.as_str())
+        && opt.arity == Arity::None
+        && opt.asks.is_none()
+    {
+        // A whole word the spec lists as a flag (`--watchAll=false`).
+        parsed.options.push((opt.name.as_str(), Vec::new()));
+        return Ok(at + 1);
+    }
     let (name, attached) = match w.text.split_once('=') {
         Some((n, v)) => (n, Some(v)),
         None => (w.text.as_str(), None),
@@ -398,10 +432,20 @@ fn single_dash_long<'w>(
         _ => (t, None),
     };
     let key = match spec.style {
-        Style::Go => format!("-{}", name.trim_start_matches('-')),
+        Style::Go if !spec.opts.contains_key(name) => format!("-{}", name.trim_start_matches('-')),
         _ => name.to_owned(),
     };
     let Some(opt) = spec.opts.get(&key) else {
+        // `-Dname=value`, `-Iinclude`: a declared one-letter option with its value attached
+        // (commons-cli and compilers read them so).
+        let letter = t.get(..2).filter(|_| t.len() > 2 && !t.starts_with("--"));
+        if spec.style == Style::Go
+            && let Some(opt) = letter.and_then(|l| spec.opts.get(l))
+            && opt.arity == Arity::One
+        {
+            refuse(opt, &opt.name)?;
+            return take_values(opt, w, Some(&t[2..]), argv, at, parsed, &opt.name);
+        }
         return Err(unknown(spec, name));
     };
     refuse(opt, name)?;
@@ -430,11 +474,15 @@ fn take_values<'w>(
             parsed.options.push((canonical, Vec::new()));
             Ok(at + 1)
         }
-        (Arity::Optional | Arity::One, Some(v)) => {
+        (Arity::NextUnlessLast, None) if at + 1 >= argv.len() => {
+            parsed.options.push((canonical, Vec::new()));
+            Ok(at + 1)
+        }
+        (Arity::Optional | Arity::One | Arity::NextUnlessLast, Some(v)) => {
             parsed.options.push((canonical, vec![Arg::of(opt, v, w)]));
             Ok(at + 1)
         }
-        (Arity::One, None) => {
+        (Arity::One | Arity::NextUnlessLast, None) => {
             let v = argv
                 .get(at + 1)
                 .ok_or_else(|| Problem::new(written, format!("`{written}` needs a value")))?;
@@ -528,6 +576,8 @@ fn validate(parsed: &Parsed<'_>, argv: &[Word]) -> Result<(), Problem> {
         Some(Check::Test) => scripts::test(parsed),
         Some(Check::Set) => scripts::set(argv),
         Some(Check::Read) => scripts::read(parsed),
+        Some(Check::Cc) => super::cc::check(parsed),
+        Some(Check::GitConfig) => super::git_config::check(parsed),
         Some(Check::Find) | None => Ok(()),
     }
 }

@@ -221,6 +221,8 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
         Some("set") => Some(Check::Set),
         Some("read") => Some(Check::Read),
         Some("find") => Some(Check::Find),
+        Some("cc") => Some(Check::Cc),
+        Some("git-config") => Some(Check::GitConfig),
         Some(other) => return Err(err(format!("unknown check {other:?}"))),
     };
     let recursive = match &raw.recursive {
@@ -272,7 +274,9 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
 /// `-x` flag, `-x=` one argument, `-x?` optional attached argument, `-x==` two arguments; the same
 /// with `--long`, and single-dash long names (`-name=`) in the go and find styles.
 fn parse_token(token: &str, asks: Option<&str>, style: Style) -> Result<Opt, String> {
-    let (name, arity) = if let Some(n) = token.strip_suffix("==") {
+    let (name, arity) = if let Some(n) = token.strip_suffix("=?") {
+        (n, Arity::NextUnlessLast)
+    } else if let Some(n) = token.strip_suffix("==") {
         (n, Arity::Two)
     } else if let Some(n) = token.strip_suffix('=') {
         (n, Arity::One)
@@ -328,6 +332,7 @@ fn parse_role_token(token: &str, role: Role, style: Style) -> Result<Opt, String
         "" | "PATH" => Shape::Path,
         "MODULE" => Shape::Module,
         "PLUGIN" => Shape::Plugin,
+        "PROPERTY" => Shape::Property,
         t => match t.strip_suffix("PATH").and_then(|k| k.chars().last()) {
             Some(sep @ ('=' | ':')) => Shape::After(sep),
             _ => return Err(format!("{token:?}: unknown value template {t:?}")),
@@ -359,6 +364,10 @@ mod tests {
         assert_eq!(t("-o="), Ok(("-o".into(), Arity::One)));
         assert_eq!(t("--eof?"), Ok(("--eof".into(), Arity::Optional)));
         assert_eq!(t("--arg=="), Ok(("--arg".into(), Arity::Two)));
+        assert_eq!(
+            t("--merged=?"),
+            Ok(("--merged".into(), Arity::NextUnlessLast))
+        );
         assert_eq!(t("-v"), Ok(("-v".into(), Arity::None)));
         assert!(
             t("-name=").is_err(),

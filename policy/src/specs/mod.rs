@@ -7,7 +7,9 @@
 //! Anything a spec does not name asks: an unknown option, an abbreviation that is not certain, an
 //! argument only known at run time where an option could be.
 
+mod cc;
 pub mod getopt;
+mod git_config;
 mod load;
 pub mod scripts;
 
@@ -27,6 +29,9 @@ pub enum Arity {
     Optional,
     /// Two, the next two words (`jq --arg name value`).
     Two,
+    /// One, attached or the next word; none when it is the last word (git's
+    /// `PARSE_OPT_LASTARG_DEFAULT`: `git branch --merged` alone, `--contains HEAD`).
+    NextUnlessLast,
 }
 
 /// One option a command knows.
@@ -73,6 +78,9 @@ pub enum Shape {
     Module,
     /// A pytest plugin: a module name, or `no:NAME`, which unloads one (`-p no:cacheprovider`).
     Plugin,
+    /// `NAME` or `NAME=VALUE`, a property any part of the program may read (`mvn -DskipTests`):
+    /// only the names listed as built-ins pass.
+    Property,
 }
 
 /// What a command's non-option arguments are.
@@ -125,6 +133,11 @@ pub enum Check {
     Find,
     /// `ps`: no BSD `e` (every process's environment beside its command).
     Ps,
+    /// `git config`: reading a key, not setting one.
+    GitConfig,
+    /// A C compiler in check mode: `-fsyntax-only`, and only options that neither write, link,
+    /// nor load plugins or programs.
+    Cc,
 }
 
 /// When a command reads directories recursively.
