@@ -167,7 +167,9 @@ impl Cwds {
                     for dir in &cwds.dirs {
                         match resolve_word(&w.text, w.tilde, dir, ctx) {
                             Resolved::Path(p) => found.push(p),
-                            Resolved::OtherHome | Resolved::NoHome => cwds.unknown = true,
+                            Resolved::OtherHome | Resolved::NoHome | Resolved::DirVariable => {
+                                cwds.unknown = true
+                            }
                         }
                     }
                     for p in found {
@@ -284,6 +286,12 @@ pub(super) fn places(
             }
             Resolved::OtherHome => return Err("is in another user's home"),
             Resolved::NoHome => return Err("is in a home the policy does not know"),
+            Resolved::DirVariable => {
+                return Err(
+                    "starts with `~+` or `~-`, which bash expands to $PWD or $OLDPWD, variables \
+                     only known at run time",
+                );
+            }
         }
         if tilde || text.starts_with('/') {
             break;

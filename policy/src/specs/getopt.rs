@@ -558,9 +558,9 @@ fn validate(parsed: &Parsed<'_>, argv: &[Word]) -> Result<(), Problem> {
                 return Err(Problem::new(
                     a.text,
                     format!(
-                        "`{} {}` is not one of the allowed operands ({})",
-                        spec.name,
+                        "`{}` is not an operand `{}` allows here ({})",
                         a.text,
+                        spec.name,
                         values.join(", ")
                     ),
                 ));
