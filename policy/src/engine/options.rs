@@ -38,10 +38,14 @@ fn is_path_like(text: &str) -> bool {
 /// Characters a path may hold for the policy to call it a path: a configuration option that also
 /// takes inline text (`jest -c '{"rootDir": …}'`) is not a path, and inline text is not rated.
 fn is_plain_path(text: &str) -> bool {
+    let globbing = text.contains(['*', '?', '[']);
     !text.is_empty()
         && text
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_./-+@~,%".contains(&b) || b >= 0x80)
+            .all(|b| b.is_ascii_alphanumeric() || b"_./-+@~,%*?[]".contains(&b) || b >= 0x80)
+        // A runner's own glob (`'test/**/*.js'`) is rated by where it starts; `**` may match no
+        // directory, so a `..` after one could lead anywhere.
+        && !(globbing && text.split('/').any(|c| c == ".."))
 }
 
 impl Policy {
@@ -185,9 +189,13 @@ impl Policy {
         cwds: &Cwds,
         parts: &mut Vec<Part>,
     ) {
-        let Some(path) = path_in(v.text, shape) else {
+        let Some(mut path) = path_in(v.text, shape) else {
             return;
         };
+        if option.is_empty() {
+            // A test id (`tests/test_x.py::TestA::test_b`): the file is the part before `::`.
+            path = path.split_once("::").map_or(path, |(file, _)| file);
+        }
         if !v.word.may_differ() && v.builtins.iter().any(|b| b == path) {
             return;
         }
