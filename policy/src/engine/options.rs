@@ -11,6 +11,8 @@ use crate::paths::{Context, is_harmless_device};
 use crate::shell::excerpt_of;
 use crate::specs::{Arg, Args, Parsed, Role, Shape};
 use protocol::verdict::Verdict;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// Where a written or loaded path sits in a value: `None` when the value names none
 /// (`--print=sysroot`, `--cov-report=html`, `-p no:cacheprovider`).
@@ -46,6 +48,14 @@ fn is_plain_path(text: &str) -> bool {
         // A runner's own glob (`'test/**/*.js'`) is rated by where it starts; `**` may match no
         // directory, so a `..` after one could lead anywhere.
         && !(globbing && text.split('/').any(|c| c == ".."))
+}
+
+/// Whether `path` is `dir` or below it. Both are absolute and lexically folded, so comparing
+/// bytes is comparing components; `Path::starts_with` walks components and cost a build command
+/// ten thousand instructions per verdict.
+fn is_within(path: &Path, dir: &Path) -> bool {
+    let (p, d) = (path.as_os_str().as_bytes(), dir.as_os_str().as_bytes());
+    p.starts_with(d) && (p.len() == d.len() || p[d.len()] == b'/' || d.ends_with(b"/"))
 }
 
 impl Policy {
@@ -234,7 +244,7 @@ impl Policy {
                 Err(why) => Some(format!("the path {why}")),
                 Ok(places) => places
                     .iter()
-                    .find(|abs| !abs.starts_with(ctx.workspace))
+                    .find(|abs| !is_within(abs, ctx.workspace))
                     .map(|abs| format!("{} is outside the workspace", abs.display())),
             }
         };
@@ -268,7 +278,7 @@ impl Policy {
             None => Some("a directory only known at run time".to_owned()),
             Some(dirs) => dirs
                 .iter()
-                .find(|d| !d.starts_with(ctx.workspace))
+                .find(|d| !is_within(d, ctx.workspace))
                 .map(|d| format!("{}, outside the workspace", d.display())),
         };
         if let Some(dir) = problem {
@@ -279,5 +289,20 @@ impl Policy {
             );
             parts.push(command_part(Verdict::Ask, "option roles".into(), why, line));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_is_by_whole_components() {
+        let ws = Path::new("/work/project");
+        assert!(is_within(Path::new("/work/project"), ws));
+        assert!(is_within(Path::new("/work/project/src"), ws));
+        assert!(!is_within(Path::new("/work/project-other"), ws));
+        assert!(!is_within(Path::new("/work"), ws));
+        assert!(is_within(Path::new("/x"), Path::new("/")));
     }
 }

@@ -67,6 +67,9 @@ pub(super) fn expand_command(argv: Vec<Word>, walk: &mut Walk<'_>) {
 
 /// `"{base} {sub}"` when the command's first argument names a subcommand whose spec is a wrapper.
 fn wrapper_subcommand(base: &str, argv: &[Word], walk: &Walk<'_>) -> Option<String> {
+    if !walk.specs.has_wrapping_subcommand(base) {
+        return None;
+    }
     let sub = argv.get(1).filter(|w| !w.may_differ())?;
     let name = format!("{base} {}", sub.text);
     walk.specs

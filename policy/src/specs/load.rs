@@ -86,6 +86,9 @@ pub struct Specs {
     by_name: FxHashMap<String, Spec>,
     /// Program → the arguments that only print its version (`node -v`).
     versions: FxHashMap<String, Vec<String>>,
+    /// Programs with a subcommand that runs a command (`bundle` for `bundle exec`): looked up
+    /// first, so that other commands do not pay for building the name `"{base} {sub}"`.
+    wrapping_subcommands: Vec<String>,
 }
 
 impl Specs {
@@ -99,6 +102,7 @@ impl Specs {
         Self {
             by_name: FxHashMap::default(),
             versions: FxHashMap::default(),
+            wrapping_subcommands: Vec::new(),
         }
     }
 
@@ -127,12 +131,28 @@ impl Specs {
                 )
             })
             .collect();
-        Ok(Self { by_name, versions })
+        let mut wrapping_subcommands: Vec<String> = by_name
+            .values()
+            .filter(|s| s.command_at.is_some())
+            .filter_map(|s| s.name.split_once(' ').map(|(base, _)| base.to_owned()))
+            .collect();
+        wrapping_subcommands.sort_unstable();
+        wrapping_subcommands.dedup();
+        Ok(Self {
+            by_name,
+            versions,
+            wrapping_subcommands,
+        })
     }
 
     /// The spec of `name` (a program's base name, or `git status`).
     pub fn get(&self, name: &str) -> Option<&Spec> {
         self.by_name.get(name)
+    }
+
+    /// Whether `program` has a subcommand that runs a command (`bundle exec`).
+    pub fn has_wrapping_subcommand(&self, program: &str) -> bool {
+        self.wrapping_subcommands.iter().any(|p| p == program)
     }
 
     /// Whether `program arg` only prints a version.
