@@ -219,7 +219,8 @@ fn compile(name: &str, raw: &RawSpec, all: &HashMap<String, RawSpec>) -> Result<
     }
     let mut longs: Vec<String> = opts
         .keys()
-        .filter(|k| k.starts_with("--"))
+        // A whole word listed as a flag (`--watchAll=false`) is not a name to abbreviate.
+        .filter(|k| k.starts_with("--") && !k.contains('='))
         .cloned()
         .collect();
     longs.sort_unstable();
