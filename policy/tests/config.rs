@@ -303,3 +303,24 @@ bash = [
         "a rule's allow is capped by uncertain arguments"
     );
 }
+
+/// `npx NAME` downloads NAME when it is not installed: without the network (the default) the
+/// worker cannot, so only what is installed runs; with it, npx asks unless told not to install.
+#[test]
+fn npx_asks_where_tool_calls_have_the_network() {
+    let offline = Policy::builtin().unwrap();
+    assert_eq!(
+        offline.check_bash("npx tsc --noEmit", &ctx()).verdict,
+        Verdict::Allow
+    );
+    let online = Policy::from_config("[policy]\nnetwork = \"allow\"\n", "c").unwrap();
+    let d = online.check_bash("npx tsc --noEmit", &ctx());
+    assert_eq!(d.verdict, Verdict::Ask, "{}", d.reason);
+    assert!(d.reason.contains("--no-install"), "{}", d.reason);
+    assert_eq!(
+        online
+            .check_bash("npx --no-install tsc --noEmit", &ctx())
+            .verdict,
+        Verdict::Allow
+    );
+}

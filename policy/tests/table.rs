@@ -99,3 +99,13 @@ fn harmless_commands_by_family() {
 fn the_grammar_gate() {
     check_table("grammar.txt", include_str!("data/grammar.txt"), 40);
 }
+
+#[test]
+fn options_by_role() {
+    check_table("options.txt", include_str!("data/options.txt"), 100);
+}
+
+#[test]
+fn fewer_needless_asks() {
+    check_table("needless.txt", include_str!("data/needless.txt"), 100);
+}

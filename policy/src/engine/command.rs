@@ -114,6 +114,25 @@ impl Policy {
         parts: &mut Vec<Part>,
     ) {
         let spec = parsed.spec;
+        if let Some(unless) = &spec.network_unless
+            && self.network == Verdict::Allow
+            && !Spec::given(parsed, unless)
+        {
+            // Without the network (the default) the worker cannot download: only what is
+            // installed runs. With it, a name not installed is fetched and run.
+            let why = format!(
+                "`{}` may download and run a package from the network (tool calls have the \
+                 network here); {} runs only what is installed",
+                excerpt_of(line),
+                unless.join(" or ")
+            );
+            parts.push(command_part(
+                Verdict::Ask,
+                format!("the spec of `{base}`"),
+                why,
+                line,
+            ));
+        }
         if spec.command_at.is_some() {
             let lookup = base == "command" && (parsed.has("-v") || parsed.has("-V"));
             if parsed.command_at.is_none() && !lookup && !c.transparent {
@@ -130,6 +149,9 @@ impl Policy {
             }
             self.rate_option_values(parsed, line, ctx, cwds, parts);
             return;
+        }
+        if spec.family == Family::Build {
+            self.rate_project_dirs(line, ctx, cwds, parts);
         }
         if spec.family == Family::Build && self.project_code > Verdict::Allow {
             let why = format!(
@@ -205,35 +227,6 @@ impl Policy {
             self.rate_pathspecs(parsed, line, parts);
         }
         self.rate_option_values(parsed, line, ctx, cwds, parts);
-    }
-
-    /// Option values that could name files (`--file=x`, `-f x`): static ones are rated as reads;
-    /// one only known at run time asks where the command reads paths.
-    fn rate_option_values(
-        &self,
-        parsed: &Parsed<'_>,
-        line: &str,
-        ctx: &Context<'_>,
-        cwds: &Cwds,
-        parts: &mut Vec<Part>,
-    ) {
-        for (option, values) in &parsed.options {
-            // `git -C DIR` reads the repository there, whatever it holds.
-            let recursive = *option == "-C" && parsed.spec.name.starts_with("git");
-            for v in values {
-                if v.word.dynamic && parsed.spec.args == Args::Text {
-                    continue;
-                }
-                if v.text.is_empty() || (!v.word.dynamic && v.text.starts_with('-')) {
-                    continue;
-                }
-                let how = How {
-                    recursive,
-                    names_only: false,
-                };
-                self.rate_arg(v.text, v.word, how, line, ctx, cwds, parts);
-            }
-        }
     }
 
     /// For commands without a spec (or allowed by a rule): every static argument that does not

@@ -9,6 +9,7 @@
 
 mod command;
 pub mod decision;
+mod options;
 mod reads;
 mod runtime;
 mod safe;

@@ -167,7 +167,9 @@ impl Cwds {
                     for dir in &cwds.dirs {
                         match resolve_word(&w.text, w.tilde, dir, ctx) {
                             Resolved::Path(p) => found.push(p),
-                            Resolved::OtherHome | Resolved::NoHome => cwds.unknown = true,
+                            Resolved::OtherHome | Resolved::NoHome | Resolved::DirVariable => {
+                                cwds.unknown = true
+                            }
                         }
                     }
                     for p in found {
@@ -199,6 +201,11 @@ impl Cwds {
             home: ctx.home.map(reach::anchor_components),
             workspace: reach::anchor_components(ctx.workspace),
         })
+    }
+
+    /// Every directory the command may run in; `None` when one is only known at run time.
+    pub(super) fn known(&self) -> Option<&[PathBuf]> {
+        (!self.unknown).then_some(self.dirs.as_slice())
     }
 
     fn add(&mut self, dir: PathBuf) {
@@ -260,7 +267,11 @@ fn expand_braces(text: &str) -> Option<Vec<String>> {
 
 /// Where a path word leads from every possible working directory; `Err` with why when the
 /// policy cannot say.
-fn places(text: &str, cwds: &Cwds, ctx: &Context<'_>) -> Result<Vec<PathBuf>, &'static str> {
+pub(super) fn places(
+    text: &str,
+    cwds: &Cwds,
+    ctx: &Context<'_>,
+) -> Result<Vec<PathBuf>, &'static str> {
     let tilde = text.starts_with('~');
     if !tilde && !text.starts_with('/') && cwds.unknown {
         return Err("is relative to a directory only known at run time");
@@ -275,6 +286,12 @@ fn places(text: &str, cwds: &Cwds, ctx: &Context<'_>) -> Result<Vec<PathBuf>, &'
             }
             Resolved::OtherHome => return Err("is in another user's home"),
             Resolved::NoHome => return Err("is in a home the policy does not know"),
+            Resolved::DirVariable => {
+                return Err(
+                    "starts with `~+` or `~-`, which bash expands to $PWD or $OLDPWD, variables \
+                     only known at run time",
+                );
+            }
         }
         if tilde || text.starts_with('/') {
             break;

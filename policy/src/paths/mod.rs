@@ -39,14 +39,18 @@ pub enum Resolved {
     OtherHome,
     /// `~` with no home known.
     NoHome,
+    /// `~+` or `~-`: bash's `$PWD` or `$OLDPWD`, variables read at run time (not a user's home).
+    DirVariable,
 }
 
 /// `word` (after quote removal; `tilde` when it starts with an unquoted `~`) resolved from `cwd`.
 pub fn resolve_word(word: &str, tilde: bool, cwd: &Path, ctx: &Context<'_>) -> Resolved {
     if tilde && let Some(rest) = word.strip_prefix('~') {
         let (user, tail) = rest.split_once('/').unwrap_or((rest, ""));
-        if !user.is_empty() {
-            return Resolved::OtherHome;
+        match user {
+            "" => {}
+            "+" | "-" => return Resolved::DirVariable,
+            _ => return Resolved::OtherHome,
         }
         return match ctx.home {
             Some(home) => Resolved::Path(normalize(&home.join(tail))),

@@ -24,7 +24,23 @@ const ALLOWED: &[&str] = &[
     "PYTHONDONTWRITEBYTECODE",
     "PYTHONIOENCODING",
     "CI",
+    // Selects a mode the project's own configuration reads (its code, which runs anyway).
+    "NODE_ENV",
 ];
+
+/// Search paths for code: allowed only when every entry is the directory the command runs in
+/// (`.`, or empty), which `python -m` and node put first on their search paths already; for the
+/// commands that run code, that directory must be inside the workspace (the engine checks it).
+/// A subdirectory (`PYTHONPATH=./evil`) asks: it puts modules named like the standard
+/// library's, or a `sitecustomize.py` that runs at start-up, before everything else.
+const LOAD_PATHS: &[&str] = &["PYTHONPATH", "NODE_PATH"];
+
+/// Whether `NAME=value` (static) before a command is harmless: an allowlisted name with a plain
+/// value, or a search path that only names the directory the command runs in.
+pub fn is_allowed_with(name: &str, value: &str) -> bool {
+    (is_allowed(name) && value_is_plain(value))
+        || (LOAD_PATHS.contains(&name) && value.split(':').all(|e| matches!(e, "" | "." | "./")))
+}
 
 /// Whether `NAME=value` before a command is harmless. `LC_*` are locale categories.
 pub fn is_allowed(name: &str) -> bool {
@@ -48,6 +64,18 @@ pub fn allowed_names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_paths_pass_only_as_the_working_directory() {
+        for ok in [".", "./", ".:", ""] {
+            assert!(is_allowed_with("PYTHONPATH", ok), "{ok}");
+        }
+        for bad in ["/tmp", "./evil", "src", ".:/tmp/x", "..", "~/x", "$X", "*"] {
+            assert!(!is_allowed_with("PYTHONPATH", bad), "{bad}");
+        }
+        assert!(!is_allowed_with("LD_LIBRARY_PATH", "."));
+        assert!(!is_allowed_with("LANG", "a/b"));
+    }
 
     #[test]
     fn only_the_short_list_passes() {

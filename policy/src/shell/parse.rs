@@ -301,8 +301,10 @@ fn assignment_is_allowed_export(node: Node<'_>, src: &str, walk: &Walk<'_>) -> b
     let value = node
         .child_by_field_name("value")
         .map(|v| word_of(v, src, &walk.scope));
-    super::env::is_allowed(&name)
-        && value.is_none_or(|v| !v.may_differ() && super::env::value_is_plain(&v.text))
+    match value {
+        None => super::env::is_allowed(&name),
+        Some(v) => !v.may_differ() && super::env::is_allowed_with(&name, &v.text),
+    }
 }
 
 /// `x=1` on its own: harmless for a plain lower-case name or an allowlisted one; any other name
@@ -458,7 +460,7 @@ fn prefix_assignment(node: Node<'_>, src: &str, walk: &mut Walk<'_>) {
     }
     walk.out.push(Finding::unresolved(
         &excerpt(node, src),
-        "it sets a variable for the command; only LANG, LC_*, TZ, NO_COLOR, TERM, RUST_BACKTRACE and a few others cannot change what runs",
+        "it sets a variable for the command; only LANG, LC_*, TZ, NO_COLOR, TERM, RUST_BACKTRACE and a few others cannot change what runs (PYTHONPATH=. and NODE_PATH=. pass: the directory the command runs in)",
     ));
 }
 

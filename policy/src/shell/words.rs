@@ -262,6 +262,9 @@ fn append_kind(
             }
         }
         Kind::StringContent => unescape_double_quoted(text(node, src), &mut out.text),
+        // A `$` with no name after it (`-run=^$`, the word's end) is the character `$` to bash
+        // (the grammar gate admits it only there).
+        _ if node.child_count() == 0 && text(node, src) == "$" => out.text.push('$'),
         // `<(cmd)` becomes a path like /dev/fd/63: not an option, not a file anyone named.
         Kind::ProcessSubstitution => out.text.push_str("/dev/fd/63"),
         Kind::SimpleExpansion | Kind::Expansion

@@ -55,8 +55,27 @@ pub(super) fn expand_command(argv: Vec<Word>, walk: &mut Walk<'_>) {
             let base = base.to_owned();
             wrapper(argv, &base, walk);
         }
+        _ if let Some(sub) = wrapper_subcommand(base, &argv, walk) => {
+            // `bundle exec rspec`: a subcommand that runs a command, read as one wrapper.
+            let mut rated = vec![Word::literal(sub.clone())];
+            rated.extend(argv.into_iter().skip(2));
+            wrapper(rated, &sub, walk);
+        }
         _ => walk.out.push(command(argv, false, None, walk)),
     }
+}
+
+/// `"{base} {sub}"` when the command's first argument names a subcommand whose spec is a wrapper.
+fn wrapper_subcommand(base: &str, argv: &[Word], walk: &Walk<'_>) -> Option<String> {
+    if !walk.specs.has_wrapping_subcommand(base) {
+        return None;
+    }
+    let sub = argv.get(1).filter(|w| !w.may_differ())?;
+    let name = format!("{base} {}", sub.text);
+    walk.specs
+        .get(&name)
+        .is_some_and(|s| s.command_at.is_some())
+        .then_some(name)
 }
 
 fn command(
@@ -148,8 +167,7 @@ fn env(argv: Vec<Word>, walk: &mut Walk<'_>) {
         if !crate::specs::scripts::is_identifier(name) {
             break;
         }
-        let plain = !w.may_differ() && super::env::value_is_plain(value);
-        if !super::env::is_allowed(name) || !plain {
+        if w.may_differ() || !super::env::is_allowed_with(name, value) {
             walk.out.push(Finding::unresolved(
                 &w.text,
                 "env sets a variable for the command; only LANG, LC_*, TZ, NO_COLOR, TERM, RUST_BACKTRACE and a few others cannot change what runs",
@@ -229,13 +247,22 @@ fn python(argv: Vec<Word>, walk: &mut Walk<'_>) {
             return;
         }
     };
-    let name = format!("python -m {module}");
+    let mut name = format!("python -m {module}");
     if walk.specs.get(&name).is_none() {
         walk.out.push(command(argv, false, None, walk));
         return;
     }
+    // A module's own subcommand right after it (`python -m unittest discover`).
+    let mut skip = i + 2;
+    if let Some(sub) = argv.get(skip).filter(|w| !w.may_differ()) {
+        let full = format!("{name} {}", sub.text);
+        if walk.specs.get(&full).is_some() {
+            name = full;
+            skip += 1;
+        }
+    }
     let mut rated = vec![Word::literal(name)];
-    rated.extend(argv.into_iter().skip(i + 2));
+    rated.extend(argv.into_iter().skip(skip));
     walk.out.push(command(rated, false, None, walk));
 }
 

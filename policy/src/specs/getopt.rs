@@ -2,7 +2,7 @@
 //! getopt_long (clustered short options, `--long=value`, unique prefixes, options after operands,
 //! `--`), POSIX-style parsers that stop at the first operand, Go's flag package, and `find`.
 
-use super::{Args, Arity, Check, Opt, Spec, Specs, Style, scripts};
+use super::{Args, Arity, Check, Opt, Role, Shape, Spec, Specs, Style, scripts};
 use crate::shell::Word;
 
 /// Why a command line does not fit its spec: it asks.
@@ -15,7 +15,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn new(what: &str, why: impl Into<String>) -> Self {
+    pub(super) fn new(what: &str, why: impl Into<String>) -> Self {
         Self {
             what: crate::shell::excerpt_of(what),
             why: why.into(),
@@ -30,6 +30,22 @@ pub struct Arg<'w> {
     pub text: &'w str,
     /// The word it came from (whether it is static, a glob, or only known at run time).
     pub word: &'w Word,
+    /// What the program does with it: operands and the values of options whose role is not
+    /// declared are `Read`.
+    pub role: Role,
+    /// For a module value, the names the program resolves to its own built-ins.
+    pub builtins: &'w [String],
+}
+
+impl<'w> Arg<'w> {
+    fn of(opt: &'w Opt, text: &'w str, word: &'w Word) -> Self {
+        Self {
+            text,
+            word,
+            role: opt.role,
+            builtins: &opt.builtins,
+        }
+    }
 }
 
 /// A command line read against its spec.
@@ -71,22 +87,29 @@ pub fn check<'w>(specs: &'w Specs, name: &str, argv: &'w [Word]) -> Result<Parse
     };
     let mut at = 1;
     let mut spec = spec;
-    if spec.subcommands {
-        // Global options, then the subcommand, whose spec reads the rest.
+    // Global options, then the subcommand, whose spec reads the rest; it may have subcommands
+    // of its own (`git remote get-url`, `git stash show`).
+    let mut first = true;
+    while spec.subcommands {
         at = read(spec, argv, at, &mut parsed, true)?;
-        while let Some(w) = argv
-            .get(at)
-            .filter(|w| w.text.starts_with('+') && !w.dynamic)
+        while first
+            && argv
+                .get(at)
+                .is_some_and(|w| w.text.starts_with('+') && !w.dynamic)
         {
             // `cargo +nightly test`: a toolchain, chosen by rustup.
-            let _ = w;
             at += 1;
         }
+        first = false;
         let Some(sub) = argv.get(at) else {
             if spec.bare_ok {
+                parsed.spec = spec;
                 return Ok(parsed);
             }
-            return Err(Problem::new(name, format!("`{name}` without a subcommand")));
+            return Err(Problem::new(
+                &spec.name,
+                format!("`{}` without a subcommand", spec.name),
+            ));
         };
         if sub.may_differ() {
             return Err(Problem::new(
@@ -119,13 +142,33 @@ pub fn check<'w>(specs: &'w Specs, name: &str, argv: &'w [Word]) -> Result<Parse
                 };
                 read(rest, argv, end + 1, &mut inner, false)?;
                 parsed.options.extend(inner.options);
-                if rest.args == Args::Paths {
-                    parsed.rest_paths = inner.operands;
+                let load = match rest.args {
+                    Args::Paths => {
+                        parsed.rest_paths = std::mem::take(&mut inner.operands);
+                        None
+                    }
+                    Args::Text => None,
+                    Args::Loads => Some(Shape::Path),
+                    Args::Modules => Some(Shape::Module),
+                };
+                if let Some(shape) = load {
+                    // What the script's runner loads (`npm test -- spec/x.js`): rated by role.
+                    let values = inner
+                        .operands
+                        .into_iter()
+                        .map(|a| Arg {
+                            role: Role::Load(shape),
+                            ..a
+                        })
+                        .collect();
+                    parsed.options.push(("--", values));
                 }
             }
             None => parsed.operands.extend(argv[end + 1..].iter().map(|w| Arg {
                 text: &w.text,
                 word: w,
+                role: Role::Read,
+                builtins: &[],
             })),
         }
     }
@@ -143,7 +186,8 @@ fn read<'w>(
     parsed: &mut Parsed<'w>,
     stop_at_operand: bool,
 ) -> Result<usize, Problem> {
-    let mut options_end = spec.check == Some(Check::Test);
+    // `test` and the C compilers' words are all read by their validators.
+    let mut options_end = matches!(spec.check, Some(Check::Test | Check::Cc));
     while let Some(w) = argv.get(at) {
         if let Some(k) = spec.command_at
             && parsed.operands.len() == k
@@ -173,6 +217,8 @@ fn read<'w>(
             parsed.operands.push(Arg {
                 text: &w.text,
                 word: w,
+                role: Role::Read,
+                builtins: &[],
             });
             if spec.style == Style::Posix || spec.style == Style::Find {
                 options_end = spec.style == Style::Posix;
@@ -231,6 +277,14 @@ fn long<'w>(
     parsed: &mut Parsed<'w>,
 ) -> Result<usize, Problem> {
     let w = &argv[at];
+    if let Some(opt) = spec.opts.get(w.text.as_str())
+        && opt.arity == Arity::None
+        && opt.asks.is_none()
+    {
+        // A whole word the spec lists as a flag (`--watchAll=false`).
+        parsed.options.push((opt.name.as_str(), Vec::new()));
+        return Ok(at + 1);
+    }
     let (name, attached) = match w.text.split_once('=') {
         Some((n, v)) => (n, Some(v)),
         None => (w.text.as_str(), None),
@@ -243,6 +297,8 @@ fn long<'w>(
                 Some(_) => vec![Arg {
                     text: &w.text[name.len() + 1..],
                     word: w,
+                    role: Role::Read,
+                    builtins: &[],
                 }],
                 None => Vec::new(),
             };
@@ -376,10 +432,20 @@ fn single_dash_long<'w>(
         _ => (t, None),
     };
     let key = match spec.style {
-        Style::Go => format!("-{}", name.trim_start_matches('-')),
+        Style::Go if !spec.opts.contains_key(name) => format!("-{}", name.trim_start_matches('-')),
         _ => name.to_owned(),
     };
     let Some(opt) = spec.opts.get(&key) else {
+        // `-Dname=value`, `-Iinclude`: a declared one-letter option with its value attached
+        // (commons-cli and compilers read them so).
+        let letter = t.get(..2).filter(|_| t.len() > 2 && !t.starts_with("--"));
+        if spec.style == Style::Go
+            && let Some(opt) = letter.and_then(|l| spec.opts.get(l))
+            && opt.arity == Arity::One
+        {
+            refuse(opt, &opt.name)?;
+            return take_values(opt, w, Some(&t[2..]), argv, at, parsed, &opt.name);
+        }
         return Err(unknown(spec, name));
     };
     refuse(opt, name)?;
@@ -408,39 +474,34 @@ fn take_values<'w>(
             parsed.options.push((canonical, Vec::new()));
             Ok(at + 1)
         }
-        (Arity::Optional | Arity::One, Some(v)) => {
-            parsed
-                .options
-                .push((canonical, vec![Arg { text: v, word: w }]));
+        (Arity::NextUnlessLast, None) if at + 1 >= argv.len() => {
+            parsed.options.push((canonical, Vec::new()));
             Ok(at + 1)
         }
-        (Arity::One, None) => {
+        (Arity::Optional | Arity::One | Arity::NextUnlessLast, Some(v)) => {
+            parsed.options.push((canonical, vec![Arg::of(opt, v, w)]));
+            Ok(at + 1)
+        }
+        (Arity::One | Arity::NextUnlessLast, None) => {
             let v = argv
                 .get(at + 1)
                 .ok_or_else(|| Problem::new(written, format!("`{written}` needs a value")))?;
-            parsed.options.push((
-                canonical,
-                vec![Arg {
-                    text: &v.text,
-                    word: v,
-                }],
-            ));
+            parsed
+                .options
+                .push((canonical, vec![Arg::of(opt, &v.text, v)]));
             Ok(at + 2)
         }
         (Arity::Two, attached) => {
             let mut values = Vec::new();
             let mut next = at + 1;
             if let Some(v) = attached {
-                values.push(Arg { text: v, word: w });
+                values.push(Arg::of(opt, v, w));
             }
             while values.len() < 2 {
                 let v = argv.get(next).ok_or_else(|| {
                     Problem::new(written, format!("`{written}` needs two values"))
                 })?;
-                values.push(Arg {
-                    text: &v.text,
-                    word: v,
-                });
+                values.push(Arg::of(opt, &v.text, v));
                 next += 1;
             }
             parsed.options.push((canonical, values));
@@ -497,9 +558,9 @@ fn validate(parsed: &Parsed<'_>, argv: &[Word]) -> Result<(), Problem> {
                 return Err(Problem::new(
                     a.text,
                     format!(
-                        "`{} {}` is not one of the allowed operands ({})",
-                        spec.name,
+                        "`{}` is not an operand `{}` allows here ({})",
                         a.text,
+                        spec.name,
                         values.join(", ")
                     ),
                 ));
@@ -515,6 +576,8 @@ fn validate(parsed: &Parsed<'_>, argv: &[Word]) -> Result<(), Problem> {
         Some(Check::Test) => scripts::test(parsed),
         Some(Check::Set) => scripts::set(argv),
         Some(Check::Read) => scripts::read(parsed),
+        Some(Check::Cc) => super::cc::check(parsed),
+        Some(Check::GitConfig) => super::git_config::check(parsed),
         Some(Check::Find) | None => Ok(()),
     }
 }

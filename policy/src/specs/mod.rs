@@ -7,11 +7,13 @@
 //! Anything a spec does not name asks: an unknown option, an abbreviation that is not certain, an
 //! argument only known at run time where an option could be.
 
+mod cc;
 pub mod getopt;
+mod git_config;
 mod load;
 pub mod scripts;
 
-pub use getopt::{Parsed, Problem, check};
+pub use getopt::{Arg, Parsed, Problem, check};
 pub use load::{SpecError, Specs};
 
 use rustc_hash::FxHashMap;
@@ -27,6 +29,9 @@ pub enum Arity {
     Optional,
     /// Two, the next two words (`jq --arg name value`).
     Two,
+    /// One, attached or the next word; none when it is the last word (git's
+    /// `PARSE_OPT_LASTARG_DEFAULT`: `git branch --merged` alone, `--contains HEAD`).
+    NextUnlessLast,
 }
 
 /// One option a command knows.
@@ -36,8 +41,46 @@ pub struct Opt {
     pub name: String,
     /// Its arguments.
     pub arity: Arity,
-    /// Why it asks, if it does (it writes, runs a program, or evaluates code); `None` = allowed.
+    /// Why it asks, if it does (it runs a program, evaluates code, contacts the network, or
+    /// does what no path check can bound); `None` = its role decides.
     pub asks: Option<String>,
+    /// What its value does, when it has one.
+    pub role: Role,
+    /// For a module value: names the program resolves to its own built-ins before it looks for
+    /// a module (`eslint -f json`, `mocha -R spec`), which load nothing.
+    pub builtins: Vec<String>,
+}
+
+/// What an option's value is to the program: the data declares a role for every option (a flag's
+/// is `Read`, and unused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Text, or a path it reads: rated as a read (text names a workspace file, which passes).
+    Read,
+    /// A path it writes: allowed only where the write rules allow (inside the workspace).
+    Write(Shape),
+    /// A path (or module) it loads code or configuration from: allowed only inside the
+    /// workspace, where it is the project's code.
+    Load(Shape),
+}
+
+/// How a written or loaded path sits in an option's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// The whole value is the path (`--cache-location=PATH`).
+    Path,
+    /// `KIND` alone, or `KIND` then `sep` then the path (`--print=KIND=PATH`,
+    /// `--cov-report=TYPE:PATH`).
+    After(char),
+    /// A module name or a path: a name is looked up where the policy cannot see (node's
+    /// `node_modules` up the tree, Python's `sys.path`), so only a path (`./x`, `/x`) can be
+    /// shown to be inside the workspace (`mocha -r`, `unittest NAME`).
+    Module,
+    /// A pytest plugin: a module name, or `no:NAME`, which unloads one (`-p no:cacheprovider`).
+    Plugin,
+    /// `NAME` or `NAME=VALUE`, a property any part of the program may read (`mvn -DskipTests`):
+    /// only the names listed as built-ins pass.
+    Property,
 }
 
 /// What a command's non-option arguments are.
@@ -47,6 +90,11 @@ pub enum Args {
     Paths,
     /// Text (patterns, formats, names): never rated as paths.
     Text,
+    /// Modules or test names it imports and runs (`python -m unittest NAME`): each is loaded,
+    /// as a [`Shape::Module`] value is.
+    Modules,
+    /// Directories or files it loads code from (`unittest discover DIR`).
+    Loads,
 }
 
 /// Which rule family a command belongs to (what it does when allowed).
@@ -85,6 +133,11 @@ pub enum Check {
     Find,
     /// `ps`: no BSD `e` (every process's environment beside its command).
     Ps,
+    /// `git config`: reading a key, not setting one.
+    GitConfig,
+    /// A C compiler in check mode: `-fsyntax-only`, and only options that neither write, link,
+    /// nor load plugins or programs.
+    Cc,
 }
 
 /// When a command reads directories recursively.
@@ -165,6 +218,11 @@ pub struct Spec {
     pub recursive: Recursive,
     /// For wrappers: the operand (0-based) where the wrapped command starts.
     pub command_at: Option<usize>,
+    /// It may download what it runs (`npx`) unless one of these options is given: where tool
+    /// calls have the network, it then asks.
+    pub network_unless: Option<Vec<String>>,
+    /// Its operands are module names, not paths, when one of these is given (`pytest --pyargs`).
+    pub modules_with: Option<Vec<String>>,
 }
 
 impl Spec {
