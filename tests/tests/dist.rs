@@ -96,18 +96,23 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
     let agentd::config::AggregateSection {
         session_memory,
         user_memory,
+        total_memory,
         session_max_processes,
         session_cpus,
         user_max_processes,
         user_cpus,
+        total_max_processes,
+        total_cpus,
     } = aggregate;
     // The machine-dependent process defaults and the unbounded CPU are written commented out.
-    assert!(session_memory.is_some() && user_memory.is_some());
+    assert!(session_memory.is_some() && user_memory.is_some() && total_memory.is_some());
     assert!(
         session_max_processes.is_none()
             && user_max_processes.is_none()
+            && total_max_processes.is_none()
             && session_cpus.is_none()
             && user_cpus.is_none()
+            && total_cpus.is_none()
     );
 
     let AgentSection { subagent_max_steps } = config.agent.unwrap();
