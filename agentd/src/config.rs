@@ -34,6 +34,8 @@ pub struct ServerSection {
     pub max_connections: Option<usize>,
     /// Clients one uid may have connected at once.
     pub max_connections_per_uid: Option<usize>,
+    /// Clients each uid may have connected whatever the others hold.
+    pub reserved_connections_per_uid: Option<usize>,
     /// Largest frame payload, bytes.
     pub max_frame_bytes: Option<usize>,
     /// How long a client has for its hello, milliseconds.
@@ -63,6 +65,9 @@ impl ServerSection {
             max_connections_per_uid: self
                 .max_connections_per_uid
                 .unwrap_or(d.max_connections_per_uid),
+            reserved_connections_per_uid: self
+                .reserved_connections_per_uid
+                .unwrap_or(d.reserved_connections_per_uid),
             max_frame_bytes: self.max_frame_bytes.unwrap_or(d.max_frame_bytes),
             handshake_timeout: self
                 .handshake_timeout_ms

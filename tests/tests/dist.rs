@@ -126,6 +126,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
     let ServerSection {
         max_connections,
         max_connections_per_uid,
+        reserved_connections_per_uid,
         max_frame_bytes,
         handshake_timeout_ms,
         outgoing_queue,
@@ -139,6 +140,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         [
             max_connections,
             max_connections_per_uid,
+            reserved_connections_per_uid,
             max_frame_bytes,
             outgoing_queue,
             max_sessions_per_uid

@@ -3,6 +3,7 @@
 //! stops reading is dropped when its queue stays full instead of stalling whoever produces for it.
 
 use super::Server;
+use super::admission::Refused;
 use super::attach::Attachments;
 use protocol::Encoding;
 use protocol::control::{ClientMessage, ErrorCode, ErrorFrame, Response, ServerMessage};
@@ -29,23 +30,14 @@ fn server_name() -> String {
     format!("agentd {}", env!("CARGO_PKG_VERSION"))
 }
 
-/// Which connection limit a client met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Full {
-    /// The daemon's.
-    All,
-    /// Its uid's.
-    Uid(u32),
-}
-
 /// Tells a client over a connection limit so, and closes.
-pub async fn refuse(mut stream: UnixStream, server: &Server, full: Full) {
-    let message = match full {
-        Full::All => format!(
-            "too many clients connected (the limit is {}); try again later",
-            server.limits.max_connections
+pub async fn refuse(mut stream: UnixStream, server: &Server, refused: Refused) {
+    let message = match refused {
+        Refused::All => format!(
+            "too many clients connected (the limit is {} beyond each user's first {}); try again later",
+            server.limits.max_connections, server.limits.reserved_connections_per_uid
         ),
-        Full::Uid(uid) => format!(
+        Refused::Uid(uid) => format!(
             "too many connections from uid {uid} (the limit per user is {}); close one and try again",
             server.limits.max_connections_per_uid
         ),
