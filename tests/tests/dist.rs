@@ -129,6 +129,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         reserved_connections_per_uid,
         max_frame_bytes,
         handshake_timeout_ms,
+        idle_timeout_ms,
         outgoing_queue,
         max_sessions_per_uid,
         admin_group,
@@ -148,6 +149,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         .iter()
         .all(Option::is_some)
             && handshake_timeout_ms.is_some()
+            && idle_timeout_ms.is_some()
             && admin_group.is_some()
             && approval_wait_ms.is_some()
             && shutdown_grace_ms.is_some()

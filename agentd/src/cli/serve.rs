@@ -19,7 +19,7 @@ pub struct ServeArgs {
     /// A config file [default: $XDG_CONFIG_HOME/agentd/config.toml, else
     /// /etc/agentd/config.toml]: [provider], [policy] and [sandbox] for its sessions; [server]
     /// for the limits (max_connections, max_connections_per_uid, reserved_connections_per_uid,
-    /// max_frame_bytes, handshake_timeout_ms, outgoing_queue, max_sessions_per_uid,
+    /// max_frame_bytes, handshake_timeout_ms, idle_timeout_ms, outgoing_queue, max_sessions_per_uid,
     /// admin_group, approval_wait_ms, shutdown_grace_ms).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

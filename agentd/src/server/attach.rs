@@ -65,6 +65,12 @@ impl Attachments {
         }
     }
 
+    /// Whether a session is attached whose events may still come (a deleted session's
+    /// forwarder has ended).
+    pub fn attached(&self) -> bool {
+        self.tasks.values().any(|t| !t.is_finished())
+    }
+
     /// Stops forwarding session `id`; whether it was attached.
     pub fn detach(&mut self, id: &SessionId) -> bool {
         self.tasks.remove(id).inspect(JoinHandle::abort).is_some()

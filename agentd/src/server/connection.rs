@@ -1,6 +1,8 @@
 //! One client, from hello to close. Reading and writing are separate tasks joined by a bounded
 //! queue: responses are queued without waiting, events wait a little for room, and a client that
 //! stops reading is dropped when its queue stays full instead of stalling whoever produces for it.
+//! A client that makes no request with no session attached for the idle timeout is told so and
+//! closed: nothing else bounds how long a held connection costs the daemon.
 
 use super::Server;
 use super::admission::Refused;
@@ -139,9 +141,21 @@ async fn requests(
     let dropped = Arc::new(Notify::new());
     let mut attachments = Attachments::new(out.clone(), Arc::clone(&dropped));
     loop {
+        let idle = idle_for(server.limits.idle_timeout, attachments.attached());
         let read = tokio::select! {
             read = reader.read_message::<ClientMessage>(encoding) => read,
             () = dropped.notified() => return Err(FellBehind),
+            () = idle => {
+                let frame = ErrorFrame::new(
+                    ErrorCode::Idle,
+                    format!(
+                        "no request and no session attached for {} s: closed; connect again",
+                        server.limits.idle_timeout.as_secs_f64()
+                    ),
+                );
+                let _ = out.try_send(ServerMessage::Error(frame));
+                return Ok(());
+            }
             () = server.goodbye.wait() => {
                 // The sessions have stopped: their last events go out before the goodbye.
                 attachments.finish(super::attach::EVENT_STALL).await;
@@ -174,6 +188,15 @@ async fn requests(
             attachments.start(session, events);
         }
     }
+}
+
+/// Ends after `timeout`, or never while a session is `attached` (its events are what the
+/// client waits for). Made afresh for each request: any request starts it again.
+async fn idle_for(timeout: std::time::Duration, attached: bool) {
+    if attached {
+        std::future::pending::<()>().await;
+    }
+    tokio::time::sleep(timeout).await;
 }
 
 /// The error frame for what broke the connection, if the peer can still be told.

@@ -53,6 +53,9 @@ pub struct Limits {
     pub max_frame_bytes: usize,
     /// How long a client has to send its hello.
     pub handshake_timeout: Duration,
+    /// How long a connection may go without a request while no session is attached before it
+    /// is closed: a held connection costs the daemon a task and its buffers.
+    pub idle_timeout: Duration,
     /// Frames queued for one client; a client that lets more pile up (it stopped reading) is
     /// dropped, so it never holds up a session or the daemon.
     pub outgoing_queue: usize,
@@ -74,6 +77,7 @@ impl Default for Limits {
             reserved_connections_per_uid: 4,
             max_frame_bytes: protocol::frame::DEFAULT_MAX_FRAME,
             handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(300),
             outgoing_queue: 1024,
             max_sessions_per_uid: 32,
             approval_wait: Duration::from_secs(60),
