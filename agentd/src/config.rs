@@ -34,10 +34,14 @@ pub struct ServerSection {
     pub max_connections: Option<usize>,
     /// Clients one uid may have connected at once.
     pub max_connections_per_uid: Option<usize>,
+    /// Clients each uid may have connected whatever the others hold.
+    pub reserved_connections_per_uid: Option<usize>,
     /// Largest frame payload, bytes.
     pub max_frame_bytes: Option<usize>,
     /// How long a client has for its hello, milliseconds.
     pub handshake_timeout_ms: Option<u64>,
+    /// How long a connection with no session attached may make no request, milliseconds.
+    pub idle_timeout_ms: Option<u64>,
     /// Frames queued for one client before it is dropped as too slow.
     pub outgoing_queue: Option<usize>,
     /// Sessions one uid may have.
@@ -63,10 +67,16 @@ impl ServerSection {
             max_connections_per_uid: self
                 .max_connections_per_uid
                 .unwrap_or(d.max_connections_per_uid),
+            reserved_connections_per_uid: self
+                .reserved_connections_per_uid
+                .unwrap_or(d.reserved_connections_per_uid),
             max_frame_bytes: self.max_frame_bytes.unwrap_or(d.max_frame_bytes),
             handshake_timeout: self
                 .handshake_timeout_ms
                 .map_or(d.handshake_timeout, std::time::Duration::from_millis),
+            idle_timeout: self
+                .idle_timeout_ms
+                .map_or(d.idle_timeout, std::time::Duration::from_millis),
             outgoing_queue: self.outgoing_queue.unwrap_or(d.outgoing_queue),
             max_sessions_per_uid: self.max_sessions_per_uid.unwrap_or(d.max_sessions_per_uid),
             approval_wait: self

@@ -306,4 +306,7 @@ pub enum ErrorCode {
     /// agentd is shutting down: the request was not carried out; connect again later. Also the
     /// code of the error frame a client gets just before the daemon closes its connection.
     ShuttingDown,
+    /// The connection made no request and had no session attached for the daemon's idle
+    /// timeout: the error frame it gets before it is closed; connect again.
+    Idle,
 }

@@ -1,11 +1,15 @@
 //! Bounds over a session's calls together (the session's cgroup, in its user's), attacked with
 //! parallel calls of one turn through the real `agent run`: each call alone stays inside its own
-//! bounds, and together they would pass the session's. Root only: cgroups are made by root (an
-//! unprivileged agent has no aggregate bound on this machine; docs/security.md says so).
+//! bounds, and together they would pass the session's; and over all users together (the
+//! `agentd` group), attacked with two users' sessions of a root daemon. Root only: cgroups are
+//! made by root (an unprivileged agent has no aggregate bound on this machine; docs/security.md
+//! says so).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
+mod daemon;
+
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
-use agentd_e2e::{As, Dir, command_as, compiled_probe, install_compiled};
+use agentd_e2e::{As, Dir, command_as, compiled_probe, install_compiled, test_user};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -31,6 +35,13 @@ fn sessions_root() -> Option<(PathBuf, &'static str)> {
     }
     eprintln!("skipped: no memory cgroup here");
     None
+}
+
+/// Held by each test for its whole run: the `agentd` group's bounds are written by every
+/// session, so one test's small total would bound another's sessions.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One model reply calling `bash` with each command, in parallel.
@@ -144,6 +155,7 @@ fn run_turn(ws: &Dir, aggregate: &str, commands: &[String]) -> Outcome {
 
 #[test]
 fn eight_parallel_calls_cannot_take_more_memory_than_their_session() {
+    let _serial = one_at_a_time();
     if sessions_root().is_none() {
         return;
     }
@@ -170,6 +182,7 @@ fn eight_parallel_calls_cannot_take_more_memory_than_their_session() {
 
 #[test]
 fn a_call_filling_its_dev_shm_is_charged_to_its_session() {
+    let _serial = one_at_a_time();
     if sessions_root().is_none() {
         return;
     }
@@ -191,6 +204,7 @@ fn a_call_filling_its_dev_shm_is_charged_to_its_session() {
 
 #[test]
 fn parallel_calls_cannot_start_more_processes_than_their_session() {
+    let _serial = one_at_a_time();
     if sessions_root().is_none() {
         return;
     }
@@ -216,5 +230,129 @@ fn parallel_calls_cannot_start_more_processes_than_their_session() {
         total < 64 && forked.iter().any(|&n| n < 40),
         "the calls forked {forked:?} in a session of 64: {:?}",
         out.results
+    );
+}
+
+/// The limit files of the `agentd` group, as they were, written back when dropped: the group is
+/// the machine's, and this test's bound is small.
+struct Restore(Vec<(PathBuf, String)>);
+
+impl Restore {
+    fn of(files: &[PathBuf]) -> Self {
+        Restore(
+            files
+                .iter()
+                .filter_map(|f| Some((f.clone(), std::fs::read_to_string(f).ok()?)))
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        for (file, text) in &self.0 {
+            let _ = std::fs::write(file, text.trim());
+        }
+    }
+}
+
+#[test]
+fn two_users_sessions_together_cannot_pass_the_total() {
+    let _serial = one_at_a_time();
+    use agentd_e2e::mock_llm::openai::{answer_reply, bash_reply};
+    use protocol::event::Event;
+    use std::os::unix::fs::PermissionsExt;
+    let Some((user_root, _)) = sessions_root() else {
+        return;
+    };
+    let Some(user) = test_user() else {
+        eprintln!("skipped: needs root to create the test user");
+        return;
+    };
+    let top = user_root.parent().unwrap().to_path_buf();
+    let limit_file = if top.join("memory.max").exists() {
+        "memory.max"
+    } else {
+        "memory.limit_in_bytes"
+    };
+    let mut files = vec![top.join(limit_file)];
+    for uid in [0, user.uid] {
+        files.push(top.join(format!("user-{uid}")).join(limit_file));
+    }
+    let _restore = Restore::of(&files);
+    // Each session's call holds 600 MiB for 8 s: either alone fits its user (the total, 1 GiB,
+    // is its bound too), both at once do not.
+    let hold = "python3 -c \"import time; x = b'1' * (600 << 20); print('holding', flush=True); time.sleep(8); print('held', len(x) >> 20)\"";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockLlm::start_routed(
+        vec![],
+        vec![
+            (
+                "alpha",
+                vec![bash_reply("call_a", hold), answer_reply("done")],
+            ),
+            (
+                "beta",
+                vec![bash_reply("call_b", hold), answer_reply("done")],
+            ),
+        ],
+    ));
+    let place = daemon::Place::new("[aggregate]\ntotal_memory = \"1G\"\n");
+    let _d = daemon::Daemon::start(&place, &mock.url());
+    std::fs::set_permissions(&place.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let root_ws = Dir::new("aggregate-total-root", As::Root);
+    let user_ws = Dir::new("aggregate-total-user", As::User);
+
+    let socket = place.socket.clone();
+    let user_ws_path = user_ws.0.clone();
+    let theirs = std::thread::spawn(move || {
+        daemon::as_user(
+            &socket,
+            &[
+                json!({"type": "create_session", "workspace": user_ws_path, "model": null,
+                    "approval": "skip_permissions", "max_steps": null, "title": null}),
+                json!({"type": "attach_session", "session": "$SESSION", "after_seq": null}),
+                json!({"type": "send_message", "session": "$SESSION", "text": "beta"}),
+            ],
+        )
+    });
+    let mine = rt.block_on(async {
+        let mut client = daemon::Client::connect(&place.socket, protocol::Encoding::Json).await;
+        let id = client.create(&root_ws.0, "skip_permissions").await;
+        client.attach(&id, None).await;
+        let sent = client.send(&id, "alpha").await;
+        assert!(daemon::code(&sent).is_none(), "{sent:?}");
+        // The bound is written when a session is made, and holds while they run.
+        let limit = std::fs::read_to_string(top.join(limit_file)).unwrap();
+        assert_eq!(limit.trim(), (1u64 << 30).to_string(), "the total's bound");
+        client
+            .until_turn_finished()
+            .await
+            .into_iter()
+            .find_map(|e| match e.event {
+                Event::ToolCallFinished(f) => Some(f.content),
+                _ => None,
+            })
+            .unwrap_or_default()
+    });
+    let frames = theirs.join().unwrap();
+    let their_result = frames
+        .iter()
+        .find(|f| f["event"]["type"] == "tool_call_finished")
+        .map(|f| {
+            f["event"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .unwrap_or_default();
+    eprintln!("root's call: {mine:?}\nthe user's call: {their_result:?}");
+    let held = [&mine, &their_result]
+        .iter()
+        .filter(|r| r.contains("held 600"))
+        .count();
+    assert_eq!(
+        held, 1,
+        "one call holds its 600 MiB, the other cannot in a total of 1 GiB: root {mine:?}, user {their_result:?}"
     );
 }

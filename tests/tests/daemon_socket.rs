@@ -239,7 +239,8 @@ fn one_uid_cannot_take_every_connection_slot() {
 
 #[test]
 fn the_connection_limit_and_a_client_that_stops_reading_affect_no_one_else() {
-    let d = daemon("max_connections = 3\noutgoing_queue = 4");
+    // No reserve: the three are the whole limit, whoever holds them.
+    let d = daemon("max_connections = 3\nreserved_connections_per_uid = 0\noutgoing_queue = 4");
     runtime().block_on(async {
         let mut good = client(&d.socket, Encoding::Json).await;
         let second = client(&d.socket, Encoding::Json).await;
@@ -295,6 +296,98 @@ fn the_connection_limit_and_a_client_that_stops_reading_affect_no_one_else() {
             started.elapsed() < Duration::from_secs(2),
             "the others were not held up"
         );
+    });
+}
+
+/// A client as uid `uid` (the test user's, or any: the kernel needs no account) that opens
+/// `count` connections, prints the handshake's answer on each as a JSON line, and holds them
+/// until its stdin closes.
+fn holder(socket: &Path, uid: u32, gid: u32, count: usize) -> Child {
+    let script = r#"
+import json, socket, struct, sys
+held = []
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    b = json.dumps({"hello": {"protocol": 1, "encoding": "json"}}).encode()
+    s.sendall(struct.pack(">I", len(b)) + b)
+    n = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))[0]
+    print(s.recv(n, socket.MSG_WAITALL).decode(), flush=True)
+    held.append(s)
+sys.stdin.read()
+"#;
+    Command::new("setpriv")
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={gid}"))
+        .arg("--clear-groups")
+        .args(["/usr/bin/python3", "-c", script])
+        .arg(socket)
+        .arg(count.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The first `n` lines `child` prints, as JSON.
+fn answers(child: &mut Child, n: usize) -> Vec<serde_json::Value> {
+    use std::io::BufRead;
+    let out = std::io::BufReader::new(child.stdout.as_mut().unwrap());
+    out.lines()
+        .take(n)
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn uids_filling_the_shared_slots_cannot_lock_out_another_uid() {
+    let Some(user) = test_user() else {
+        eprintln!("skipped: needs root to create the test user");
+        return;
+    };
+    let d = daemon(
+        "max_connections = 4\nmax_connections_per_uid = 16\nreserved_connections_per_uid = 2",
+    );
+    std::fs::set_permissions(
+        d.socket.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(&d.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    runtime().block_on(async {
+        // Root and the test user each hold their reserve (2) and half the shared slots (4).
+        let mut mine = Vec::new();
+        for _ in 0..4 {
+            mine.push(client(&d.socket, Encoding::Json).await);
+        }
+        let mut theirs = holder(&d.socket, user.uid, user.gid, 4);
+        let welcomed = answers(&mut theirs, 4);
+        assert!(
+            welcomed
+                .iter()
+                .all(|w| w["welcome"]["peer"]["uid"] == user.uid),
+            "{welcomed:?}"
+        );
+        let e = refused(&d.socket).await;
+        assert_eq!(e.code, ErrorCode::Forbidden);
+        assert!(e.message.contains("too many clients"), "{e:?}");
+
+        // A uid holding nothing still gets in, up to its reserve; then the full pool holds.
+        let other = 3_999_999_000 + std::process::id() % 1000;
+        let mut newcomer = holder(&d.socket, other, other, 3);
+        drop(newcomer.stdin.take());
+        let lines = answers(&mut newcomer, 3);
+        assert!(newcomer.wait().unwrap().success());
+        assert_eq!(lines[0]["welcome"]["peer"]["uid"], other, "{lines:?}");
+        assert_eq!(lines[1]["welcome"]["peer"]["uid"], other, "{lines:?}");
+        assert_eq!(lines[2]["error"]["code"], "forbidden", "{lines:?}");
+
+        // The others' connections still work.
+        assert!(matches!(
+            ask(&mut mine[0], Encoding::Json, 1, Request::Status).await,
+            ResponseBody::Status(_)
+        ));
+        drop(theirs.stdin.take());
+        theirs.wait().unwrap();
     });
 }
 

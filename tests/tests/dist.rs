@@ -101,18 +101,23 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
     let agentd::config::AggregateSection {
         session_memory,
         user_memory,
+        total_memory,
         session_max_processes,
         session_cpus,
         user_max_processes,
         user_cpus,
+        total_max_processes,
+        total_cpus,
     } = aggregate;
     // The machine-dependent process defaults and the unbounded CPU are written commented out.
-    assert!(session_memory.is_some() && user_memory.is_some());
+    assert!(session_memory.is_some() && user_memory.is_some() && total_memory.is_some());
     assert!(
         session_max_processes.is_none()
             && user_max_processes.is_none()
+            && total_max_processes.is_none()
             && session_cpus.is_none()
             && user_cpus.is_none()
+            && total_cpus.is_none()
     );
 
     let AgentSection { subagent_max_steps } = config.agent.unwrap();
@@ -126,8 +131,10 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
     let ServerSection {
         max_connections,
         max_connections_per_uid,
+        reserved_connections_per_uid,
         max_frame_bytes,
         handshake_timeout_ms,
+        idle_timeout_ms,
         outgoing_queue,
         max_sessions_per_uid,
         admin_group,
@@ -139,6 +146,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         [
             max_connections,
             max_connections_per_uid,
+            reserved_connections_per_uid,
             max_frame_bytes,
             outgoing_queue,
             max_sessions_per_uid
@@ -146,6 +154,7 @@ fn the_example_config_sets_every_key_to_the_codes_default() {
         .iter()
         .all(Option::is_some)
             && handshake_timeout_ms.is_some()
+            && idle_timeout_ms.is_some()
             && admin_group.is_some()
             && approval_wait_ms.is_some()
             && shutdown_grace_ms.is_some()

@@ -18,8 +18,9 @@ pub struct ServeArgs {
     pub socket: Option<PathBuf>,
     /// A config file [default: $XDG_CONFIG_HOME/agentd/config.toml, else
     /// /etc/agentd/config.toml]: [provider], [policy] and [sandbox] for its sessions; [server]
-    /// for the limits (max_connections, max_frame_bytes, handshake_timeout_ms, outgoing_queue,
-    /// max_sessions_per_uid, admin_group, approval_wait_ms, shutdown_grace_ms).
+    /// for the limits (max_connections, max_connections_per_uid, reserved_connections_per_uid,
+    /// max_frame_bytes, handshake_timeout_ms, idle_timeout_ms, outgoing_queue, max_sessions_per_uid,
+    /// admin_group, approval_wait_ms, shutdown_grace_ms).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Where sessions are kept [default: /var/lib/agentd as root, else $XDG_STATE_HOME/agentd].

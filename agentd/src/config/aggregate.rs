@@ -1,8 +1,9 @@
-//! `[aggregate]`: the bounds over all calls of one session and all sessions of one user
-//! ([`crate::worker::aggregate`]), each key over the machine's default.
+//! `[aggregate]`: the bounds over all calls of one session, all sessions of one user, and all
+//! users together ([`crate::worker::aggregate`]), each key over the machine's default. A key
+//! set above the level over it is an error; a default above it takes that level's bound.
 
 use super::ConfigError;
-use crate::worker::aggregate::{Bounds, Level, Machine};
+use crate::worker::aggregate::{Bounds, Machine};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -59,16 +60,22 @@ impl Size {
 pub struct AggregateSection {
     /// Memory of all calls of one session together (default: half the RAM).
     pub session_memory: Option<Spanned<Size>>,
-    /// Memory of all sessions of one user together (default: three quarters of the RAM).
+    /// Memory of all sessions of one user together (default: half the RAM).
     pub user_memory: Option<Spanned<Size>>,
+    /// Memory of all users' sessions together (default: three quarters of the RAM).
+    pub total_memory: Option<Spanned<Size>>,
     /// Processes and threads of one session (default: an eighth of the kernel's maximum).
     pub session_max_processes: Option<Spanned<u64>>,
     /// Processes and threads of one user's sessions (default: a quarter of the maximum).
     pub user_max_processes: Option<Spanned<u64>>,
+    /// Processes and threads of all users' sessions (default: half the maximum).
+    pub total_max_processes: Option<Spanned<u64>>,
     /// CPU time of one session, in CPUs (default: not bounded).
     pub session_cpus: Option<Spanned<f64>>,
     /// CPU time of one user's sessions, in CPUs (default: not bounded).
     pub user_cpus: Option<Spanned<f64>>,
+    /// CPU time of all users' sessions, in CPUs (default: not bounded).
+    pub total_cpus: Option<Spanned<f64>>,
 }
 
 /// The least memory a bound may have: below it a call's worker cannot start.
@@ -77,8 +84,9 @@ const MIN_MEMORY: u64 = 64 << 20;
 const MIN_PROCESSES: u64 = 16;
 
 impl AggregateSection {
-    /// The bounds for `machine`, these keys over its defaults; an invalid value, or a session
-    /// bound above the user's, is an error naming the key, the file and the line.
+    /// The bounds for `machine`, these keys over its defaults, nested; an invalid value, or a
+    /// key set above the level over it (a session's above its user's, a user's above the
+    /// total), is an error naming the key, the file and the line.
     pub fn bounds(
         section: Option<&Self>,
         machine: &Machine,
@@ -130,48 +138,80 @@ impl AggregateSection {
             *into = Some(c);
             Ok(())
         };
-        if let Some(v) = &s.session_memory {
-            memory("session_memory", v, &mut b.session.memory_bytes)?;
-        }
-        if let Some(v) = &s.user_memory {
-            memory("user_memory", v, &mut b.user.memory_bytes)?;
-        }
-        if let Some(v) = &s.session_max_processes {
-            processes("session_max_processes", v, &mut b.session.max_processes)?;
-        }
-        if let Some(v) = &s.user_max_processes {
-            processes("user_max_processes", v, &mut b.user.max_processes)?;
-        }
-        if let Some(v) = &s.session_cpus {
-            cpus("session_cpus", v, &mut b.session.cpus)?;
-        }
-        if let Some(v) = &s.user_cpus {
-            cpus("user_cpus", v, &mut b.user.cpus)?;
-        }
-        // A session bound above its user's would bound nothing (and v1's cpu refuses it).
-        let over = |l: &Level, u: &Level| {
-            if l.memory_bytes > u.memory_bytes {
-                Some("session_memory")
-            } else if l.max_processes > u.max_processes {
-                Some("session_max_processes")
-            } else if matches!((l.cpus, u.cpus), (Some(a), Some(b)) if a > b) {
-                Some("session_cpus")
-            } else {
-                None
+        for (level, [memory_key, processes_key, cpus_key], keys) in [
+            (
+                &mut b.session,
+                ["session_memory", "session_max_processes", "session_cpus"],
+                (&s.session_memory, &s.session_max_processes, &s.session_cpus),
+            ),
+            (
+                &mut b.user,
+                ["user_memory", "user_max_processes", "user_cpus"],
+                (&s.user_memory, &s.user_max_processes, &s.user_cpus),
+            ),
+            (
+                &mut b.total,
+                ["total_memory", "total_max_processes", "total_cpus"],
+                (&s.total_memory, &s.total_max_processes, &s.total_cpus),
+            ),
+        ] {
+            if let Some(v) = keys.0 {
+                memory(memory_key, v, &mut level.memory_bytes)?;
             }
-        };
-        if let Some(key) = over(&b.session, &b.user) {
-            let span = match key {
-                "session_memory" => s.session_memory.as_ref().map(Spanned::span),
-                "session_max_processes" => s.session_max_processes.as_ref().map(Spanned::span),
-                _ => s.session_cpus.as_ref().map(Spanned::span),
-            };
-            return Err(invalid(
-                span.unwrap_or(0..0),
-                format!("{key}: more than the user's bound"),
-            ));
+            if let Some(v) = keys.1 {
+                processes(processes_key, v, &mut level.max_processes)?;
+            }
+            if let Some(v) = keys.2 {
+                cpus(cpus_key, v, &mut level.cpus)?;
+            }
         }
-        Ok(b)
+        // A key above the level over it would bound nothing (and v1's cpu refuses it); a
+        // default above it takes that level's bound.
+        let user = b.user.within(&b.total);
+        let over = [
+            (
+                "user_memory",
+                s.user_memory.as_ref().map(Spanned::span),
+                b.user.memory_bytes > user.memory_bytes,
+                "the total",
+            ),
+            (
+                "user_max_processes",
+                s.user_max_processes.as_ref().map(Spanned::span),
+                b.user.max_processes > user.max_processes,
+                "the total",
+            ),
+            (
+                "user_cpus",
+                s.user_cpus.as_ref().map(Spanned::span),
+                b.user.cpus != user.cpus,
+                "the total",
+            ),
+            (
+                "session_memory",
+                s.session_memory.as_ref().map(Spanned::span),
+                b.session.memory_bytes > user.memory_bytes,
+                "the user's bound",
+            ),
+            (
+                "session_max_processes",
+                s.session_max_processes.as_ref().map(Spanned::span),
+                b.session.max_processes > user.max_processes,
+                "the user's bound",
+            ),
+            (
+                "session_cpus",
+                s.session_cpus.as_ref().map(Spanned::span),
+                matches!((b.session.cpus, user.cpus), (Some(a), Some(u)) if a > u),
+                "the user's bound",
+            ),
+        ];
+        for (key, span, above, what) in over {
+            if let (Some(span), true) = (span, above) {
+                return Err(invalid(span, format!("{key}: more than {what}")));
+            }
+        }
+        Ok(b.nested())
     }
 }
 
@@ -196,10 +236,33 @@ mod tests {
         let b = bounds("[aggregate]\nsession_memory = \"2G\"\nuser_memory = \"50%\"\nsession_max_processes = 100\nsession_cpus = 1.5\nuser_cpus = 2\n").unwrap();
         assert_eq!(b.session.memory_bytes, 2 << 30);
         assert_eq!(b.user.memory_bytes, 12 << 30);
+        assert_eq!(b.total.memory_bytes, 18 << 30, "the default");
         assert_eq!(b.session.max_processes, 100);
         assert_eq!(b.user.max_processes, 8192, "the default");
         assert_eq!((b.session.cpus, b.user.cpus), (Some(1.5), Some(2.0)));
         assert_eq!(bounds("").unwrap(), Bounds::defaults(&MACHINE));
+        // The defaults below a total set low take the total's bound.
+        let b = bounds(
+            "[aggregate]\ntotal_memory = \"1G\"\ntotal_max_processes = 300\ntotal_cpus = 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                b.total.memory_bytes,
+                b.user.memory_bytes,
+                b.session.memory_bytes
+            ),
+            (1 << 30, 1 << 30, 1 << 30)
+        );
+        assert_eq!(
+            (
+                b.total.max_processes,
+                b.user.max_processes,
+                b.session.max_processes
+            ),
+            (300, 300, 300)
+        );
+        assert_eq!((b.user.cpus, b.session.cpus), (Some(1.0), Some(1.0)));
         assert_eq!(
             bounds("[aggregate]\nsession_memory = 1073741824\n")
                 .unwrap()
@@ -232,6 +295,23 @@ mod tests {
                 "session_cpus",
             ),
             ("[aggregate]\n\nsession_memroy = \"1G\"\n", "session_memroy"),
+            (
+                "[aggregate]\ntotal_memory = \"2G\"\nuser_memory = \"3G\"\n",
+                "user_memory",
+            ),
+            (
+                "[aggregate]\ntotal_max_processes = 100\nuser_max_processes = 200\n",
+                "user_max_processes",
+            ),
+            (
+                "[aggregate]\ntotal_cpus = 1\nuser_cpus = 1.5\n",
+                "user_cpus",
+            ),
+            (
+                "[aggregate]\ntotal_memory = \"2G\"\nsession_memory = \"3G\"\n",
+                "session_memory",
+            ),
+            ("[aggregate]\n\ntotal_memory = \"1M\"\n", "total_memory"),
         ] {
             let err = bounds(text).unwrap_err();
             assert!(err.contains(key), "{text}: {err}");

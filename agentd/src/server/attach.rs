@@ -65,6 +65,12 @@ impl Attachments {
         }
     }
 
+    /// Whether a session is attached whose events may still come (a deleted session's
+    /// forwarder has ended).
+    pub fn attached(&self) -> bool {
+        self.tasks.values().any(|t| !t.is_finished())
+    }
+
     /// Stops forwarding session `id`; whether it was attached. Returns once the forwarder is
     /// gone, its subscription with it: the session no longer counts this client as watching.
     pub async fn detach(&mut self, id: &SessionId) -> bool {

@@ -1,8 +1,11 @@
 //! One client, from hello to close. Reading and writing are separate tasks joined by a bounded
 //! queue: responses are queued without waiting, events wait a little for room, and a client that
 //! stops reading is dropped when its queue stays full instead of stalling whoever produces for it.
+//! A client that makes no request with no session attached for the idle timeout is told so and
+//! closed: nothing else bounds how long a held connection costs the daemon.
 
 use super::Server;
+use super::admission::Refused;
 use super::attach::Attachments;
 use protocol::Encoding;
 use protocol::control::{ClientMessage, ErrorCode, ErrorFrame, Response, ServerMessage};
@@ -29,23 +32,14 @@ fn server_name() -> String {
     format!("agentd {}", env!("CARGO_PKG_VERSION"))
 }
 
-/// Which connection limit a client met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Full {
-    /// The daemon's.
-    All,
-    /// Its uid's.
-    Uid(u32),
-}
-
 /// Tells a client over a connection limit so, and closes.
-pub async fn refuse(mut stream: UnixStream, server: &Server, full: Full) {
-    let message = match full {
-        Full::All => format!(
-            "too many clients connected (the limit is {}); try again later",
-            server.limits.max_connections
+pub async fn refuse(mut stream: UnixStream, server: &Server, refused: Refused) {
+    let message = match refused {
+        Refused::All => format!(
+            "too many clients connected (the limit is {} beyond each user's first {}); try again later",
+            server.limits.max_connections, server.limits.reserved_connections_per_uid
         ),
-        Full::Uid(uid) => format!(
+        Refused::Uid(uid) => format!(
             "too many connections from uid {uid} (the limit per user is {}); close one and try again",
             server.limits.max_connections_per_uid
         ),
@@ -175,9 +169,21 @@ async fn answer(
     attachments: &mut Attachments,
 ) -> Result<(), FellBehind> {
     loop {
+        let idle = idle_for(server.limits.idle_timeout, attachments.attached());
         let read = tokio::select! {
             read = reader.read_message::<ClientMessage>(encoding) => read,
             () = dropped.notified() => return Err(FellBehind),
+            () = idle => {
+                let frame = ErrorFrame::new(
+                    ErrorCode::Idle,
+                    format!(
+                        "no request and no session attached for {} s: closed; connect again",
+                        server.limits.idle_timeout.as_secs_f64()
+                    ),
+                );
+                let _ = out.try_send(ServerMessage::Error(frame));
+                return Ok(());
+            }
             () = server.goodbye.wait() => {
                 // The sessions have stopped: their last events go out before the goodbye.
                 attachments.finish(super::attach::EVENT_STALL).await;
@@ -210,6 +216,15 @@ async fn answer(
             attachments.start(session, events);
         }
     }
+}
+
+/// Ends after `timeout`, or never while a session is `attached` (its events are what the
+/// client waits for). Made afresh for each request: any request starts it again.
+async fn idle_for(timeout: std::time::Duration, attached: bool) {
+    if attached {
+        std::future::pending::<()>().await;
+    }
+    tokio::time::sleep(timeout).await;
 }
 
 /// The error frame for what broke the connection, if the peer can still be told.

@@ -4,6 +4,7 @@
 //! or slow, affects another.
 //!
 //! * [`listen`]: where the socket is, its permissions, socket activation;
+//! * [`admission`]: who is let in: the connection limits, each uid's reserve;
 //! * [`connection`]: one client: handshake deadline, frames, the bounded outgoing queue;
 //! * [`requests`]: each request, answered for the peer that asked;
 //! * [`sessions`]: the daemon's sessions (loaded on the engine, kept in the store) and who may
@@ -20,6 +21,7 @@
 //! only a Unix socket has — `SO_PEERCRED`, a descriptor passed by systemd, file permissions on the
 //! socket — which tokio gives directly; a portability layer over named pipes would add nothing.
 
+pub mod admission;
 pub mod attach;
 pub mod connection;
 pub mod factory;
@@ -34,20 +36,26 @@ use crate::engine::Shutdown;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::UnixListener;
-use tokio::sync::Semaphore;
 
 /// The bounds every connection lives within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Clients connected at once; one more gets an error frame and is closed.
+    /// Clients connected at once beyond each uid's reserved ones; one more gets an error frame
+    /// and is closed ([`admission`]).
     pub max_connections: usize,
     /// Clients one uid may have connected at once, so that one user cannot take every slot
     /// and shut the others out.
     pub max_connections_per_uid: usize,
+    /// Clients each uid may have connected whatever the others hold: a few users holding every
+    /// shared slot cannot shut out another, root included.
+    pub reserved_connections_per_uid: usize,
     /// Largest frame payload accepted, bytes.
     pub max_frame_bytes: usize,
     /// How long a client has to send its hello.
     pub handshake_timeout: Duration,
+    /// How long a connection may go without a request while no session is attached before it
+    /// is closed: a held connection costs the daemon a task and its buffers.
+    pub idle_timeout: Duration,
     /// Frames queued for one client; a client that lets more pile up (it stopped reading) is
     /// dropped, so it never holds up a session or the daemon.
     pub outgoing_queue: usize,
@@ -66,8 +74,10 @@ impl Default for Limits {
         Self {
             max_connections: 256,
             max_connections_per_uid: 64,
+            reserved_connections_per_uid: 4,
             max_frame_bytes: protocol::frame::DEFAULT_MAX_FRAME,
             handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(300),
             outgoing_queue: 1024,
             max_sessions_per_uid: 32,
             approval_wait: Duration::from_secs(60),
@@ -89,43 +99,8 @@ pub struct Server {
     /// Triggered once the sessions have stopped: connections say so and close.
     goodbye: Shutdown,
     started: Instant,
-    slots: Arc<Semaphore>,
-    /// Connections open per uid.
-    per_uid: Arc<std::sync::Mutex<std::collections::HashMap<u32, usize>>>,
-}
-
-/// One uid's count of open connections, given back when the connection ends.
-struct UidSlot {
-    uid: u32,
-    counts: Arc<std::sync::Mutex<std::collections::HashMap<u32, usize>>>,
-}
-
-impl UidSlot {
-    /// A slot for `uid`, if it has fewer than `max` connections open.
-    fn take(server: &Server, uid: u32) -> Option<UidSlot> {
-        let mut counts = server.per_uid.lock().unwrap_or_else(|e| e.into_inner());
-        let n = counts.entry(uid).or_default();
-        if *n >= server.limits.max_connections_per_uid {
-            return None;
-        }
-        *n += 1;
-        Some(UidSlot {
-            uid,
-            counts: Arc::clone(&server.per_uid),
-        })
-    }
-}
-
-impl Drop for UidSlot {
-    fn drop(&mut self) {
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = counts.get_mut(&self.uid) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                counts.remove(&self.uid);
-            }
-        }
-    }
+    /// The connections open, per uid and in all.
+    admission: Arc<admission::Admission>,
 }
 
 impl Server {
@@ -138,8 +113,11 @@ impl Server {
             shutdown,
             goodbye: Shutdown::new(),
             started: Instant::now(),
-            slots: Arc::new(Semaphore::new(limits.max_connections)),
-            per_uid: Arc::default(),
+            admission: admission::Admission::new(admission::Limits {
+                max_connections: limits.max_connections,
+                max_per_uid: limits.max_connections_per_uid,
+                reserved_per_uid: limits.reserved_connections_per_uid,
+            }),
         }
     }
 
@@ -167,18 +145,16 @@ pub async fn serve(listener: UnixListener, server: Arc<Server>) {
                 continue;
             }
         };
-        let permit = server.slots.clone().try_acquire_owned();
-        let uid = stream.peer_cred().map(|c| c.uid()).ok();
+        // Admitted here, in the order clients came; an unknown peer is simply closed.
+        let Ok(uid) = stream.peer_cred().map(|c| c.uid()) else {
+            continue;
+        };
+        let admitted = server.admission.admit(uid);
         let server = server.clone();
         tokio::spawn(async move {
-            let Ok(_permit) = permit else {
-                return connection::refuse(stream, &server, connection::Full::All).await;
-            };
-            let Some(uid) = uid else {
-                return;
-            };
-            let Some(_mine) = UidSlot::take(&server, uid) else {
-                return connection::refuse(stream, &server, connection::Full::Uid(uid)).await;
+            let _ticket = match admitted {
+                Ok(ticket) => ticket,
+                Err(refused) => return connection::refuse(stream, &server, refused).await,
             };
             connection::run(stream, &server).await;
         });
@@ -186,9 +162,8 @@ pub async fn serve(listener: UnixListener, server: Arc<Server>) {
     drop(listener);
     server.sessions.stop_all().await;
     server.goodbye.trigger();
-    // Every connection holds a slot until it has said goodbye and closed.
-    let all = u32::try_from(server.limits.max_connections).unwrap_or(u32::MAX);
-    let closed = server.slots.acquire_many(all);
+    // Every connection holds its ticket until it has said goodbye and closed.
+    let closed = server.admission.all_closed();
     if tokio::time::timeout(Duration::from_secs(5), closed)
         .await
         .is_err()

@@ -1,7 +1,8 @@
-//! Bounds over many calls at once: a cgroup per session, inside a cgroup per user, above the
-//! calls' own groups ([`super::cgroup::CallGroup`]). A call's group bounds one call; without
-//! these, eight parallel calls of one turn could take eight times a call's memory, and many
-//! sessions many times the machine's processes.
+//! Bounds over many calls at once: a cgroup per session, inside a cgroup per user, inside the
+//! `agentd` group every user's are in, above the calls' own groups
+//! ([`super::cgroup::CallGroup`]). A call's group bounds one call; without these, eight parallel
+//! calls of one turn could take eight times a call's memory, many sessions many times the
+//! machine's processes, and two users each their user's bound — more than the machine together.
 //!
 //! ```text
 //! <root>/agentd/user-<uid>/session-<pid>-<n>/call-<pid>-<n>     (cgroup v2)
@@ -11,12 +12,14 @@
 //! Memory is charged to the group of the process that touches a page, tmpfs pages (the call's
 //! private `/dev/shm`, a workspace on tmpfs) included, and a group's usage counts its
 //! children's: a session's calls together cannot pass the session's `memory`, a user's sessions
-//! together the user's. Processes likewise (`pids.max`), and CPU time where a bound is set
+//! together the user's, and all users together the `agentd` group's ([`Bounds::total`]). Each
+//! level is written clamped to the one above it ([`Level::within`]), so no user's bound exceeds
+//! the total whatever the config says. Processes likewise (`pids.max`), and CPU time where a bound is set
 //! (`cpu.max`, v1 `cpu.cfs_quota_us`; v1 puts the call's processes in the session's own `cpu`
 //! group, as v1 has no per-call CPU bound to nest).
 //!
-//! The user's group is shared by every supervisor of the machine that runs sessions for that
-//! user (as root): the limits written last hold. It stays when empty (it holds no process and
+//! The user's group, and the `agentd` group, are shared by every supervisor of the machine that
+//! runs sessions for that user (as root): the limits written last hold. It stays when empty (it holds no process and
 //! costs nothing); a session's group is removed with the session.
 
 use super::cgroup::{Layout, ROOT};
@@ -35,13 +38,32 @@ pub struct Level {
     pub cpus: Option<f64>,
 }
 
-/// The aggregate bounds: per session and per user.
+impl Level {
+    /// This level with each bound at most `outer`'s (an unbounded CPU takes `outer`'s): a
+    /// group's limit above its parent's would bound nothing, and v1's `cpu` refuses it.
+    pub fn within(self, outer: &Level) -> Level {
+        Level {
+            memory_bytes: self.memory_bytes.min(outer.memory_bytes),
+            max_processes: self.max_processes.min(outer.max_processes),
+            cpus: match (self.cpus, outer.cpus) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+}
+
+/// The aggregate bounds: per session, per user, and all users together.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bounds {
     /// All calls of one session together.
     pub session: Level,
     /// All sessions of one user together.
     pub user: Level,
+    /// All sessions of all users together: the `agentd` group the users' groups are in. Without
+    /// it the users' bounds add up: two users at three quarters of the RAM each took the
+    /// machine past its memory.
+    pub total: Level,
 }
 
 /// What this machine has, for the defaults.
@@ -82,9 +104,13 @@ impl Machine {
 }
 
 impl Bounds {
-    /// The defaults for `machine`: a session may take half the RAM and an eighth of the
-    /// processes the kernel allows, a user three quarters and a quarter; CPU unbounded (a
-    /// session cannot take more than the machine, and sibling groups share it fairly).
+    /// The defaults for `machine`: all users together three quarters of the RAM and half the
+    /// processes the kernel allows (the rest is the machine's: agentd, its users' own
+    /// programs, the system); one user half the RAM (two thirds of agentd's share, so one
+    /// user cannot take it all) and a quarter of the processes; one session half the RAM and
+    /// an eighth of the processes. CPU unbounded (sibling groups share it by weight, and the
+    /// `agentd` group has the default weight: under contention it gets what any other top
+    /// group gets).
     pub fn defaults(machine: &Machine) -> Self {
         Bounds {
             session: Level {
@@ -93,10 +119,25 @@ impl Bounds {
                 cpus: None,
             },
             user: Level {
-                memory_bytes: machine.memory_bytes / 4 * 3,
+                memory_bytes: machine.memory_bytes / 2,
                 max_processes: (machine.max_processes / 4).max(128),
                 cpus: None,
             },
+            total: Level {
+                memory_bytes: machine.memory_bytes / 4 * 3,
+                max_processes: (machine.max_processes / 2).max(256),
+                cpus: None,
+            },
+        }
+    }
+
+    /// Each level within the one above it ([`Level::within`]).
+    pub fn nested(self) -> Self {
+        let user = self.user.within(&self.total);
+        Bounds {
+            session: self.session.within(&user),
+            user,
+            total: self.total,
         }
     }
 }
@@ -111,13 +152,14 @@ pub fn configure(bounds: Bounds) {
     }
 }
 
-/// The bounds in force for new sessions.
+/// The bounds in force for new sessions, nested.
 pub fn bounds() -> Bounds {
     CONFIGURED
         .read()
         .ok()
         .and_then(|b| *b)
         .unwrap_or_else(|| Bounds::defaults(&Machine::read()))
+        .nested()
 }
 
 fn gib(bytes: u64) -> String {
@@ -147,9 +189,10 @@ pub fn in_force(layout: Layout) -> String {
         Layout::V1 | Layout::V2 => {
             let cpu = has_cpu(layout);
             format!(
-                "per session: {}; per user: {}",
+                "per session: {}; per user: {}; all users: {}",
                 level_words(&b.session, cpu),
-                level_words(&b.user, cpu)
+                level_words(&b.user, cpu),
+                level_words(&b.total, cpu)
             )
         }
     }
@@ -221,12 +264,74 @@ fn set_level(hierarchy: &str, dir: &Path, level: &Level) -> std::io::Result<()> 
     }
 }
 
+/// Whether `hierarchy` (a v1 controller's name) has a mounted hierarchy for the bounds, and is
+/// wanted: v1's `cpu` only where a level bounds CPU time.
+fn v1_wanted(hierarchy: &str, bounds: &Bounds) -> bool {
+    Path::new(ROOT)
+        .join(hierarchy)
+        .join("cgroup.procs")
+        .exists()
+        && (hierarchy != "cpu"
+            || bounds.session.cpus.is_some()
+            || bounds.user.cpus.is_some()
+            || bounds.total.cpus.is_some())
+}
+
+/// The controllers enabled from the root down (v2).
+fn v2_controllers(layout: Layout) -> &'static str {
+    if has_cpu(layout) {
+        "+pids +memory +cpu"
+    } else {
+        "+pids +memory"
+    }
+}
+
+/// Makes the `agentd` group every user's group is in (and calls made outside a session), and
+/// writes `total` to it: the bound over all of them together. Returns its directory per
+/// hierarchy (`""`: v2).
+pub(super) fn bound_top(
+    layout: Layout,
+    bounds: &Bounds,
+) -> std::io::Result<Vec<(&'static str, PathBuf)>> {
+    let mut tops = Vec::new();
+    match layout {
+        Layout::Unavailable => {}
+        Layout::V2 => {
+            let root = Path::new(ROOT);
+            let top = root.join("agentd");
+            // Controllers are enabled from the root down to the sessions' children.
+            let _ = std::fs::write(root.join("cgroup.subtree_control"), v2_controllers(layout));
+            std::fs::create_dir_all(&top)?;
+            set_level("", &top, &bounds.total)?;
+            let _ = std::fs::write(top.join("cgroup.subtree_control"), v2_controllers(layout));
+            tops.push(("", top));
+        }
+        Layout::V1 => {
+            for hierarchy in V1_HIERARCHIES {
+                if !v1_wanted(hierarchy, bounds) {
+                    continue;
+                }
+                let top = Path::new(ROOT).join(hierarchy).join("agentd");
+                std::fs::create_dir_all(&top)?;
+                set_level(hierarchy, &top, &bounds.total)?;
+                tops.push((hierarchy, top));
+            }
+        }
+    }
+    Ok(tops)
+}
+
 impl SessionGroup {
-    /// Makes the group of a session of user `uid` with `bounds`, inside the user's group (made
-    /// or updated with `bounds.user`); `None` where `layout` has no cgroup to use.
+    /// Makes the group of a session of user `uid` with `bounds` (nested: no level above the
+    /// one over it), inside the user's group (made or updated with `bounds.user`), inside the
+    /// `agentd` group (updated with `bounds.total`); `None` where `layout` has no cgroup to use.
     pub fn create(layout: Layout, uid: u32, bounds: &Bounds) -> std::io::Result<Option<Arc<Self>>> {
         static SWEPT: std::sync::Once = std::sync::Once::new();
         SWEPT.call_once(sweep_leftovers);
+        if layout == Layout::Unavailable {
+            return Ok(None);
+        }
+        let bounds = bounds.nested();
         let name = format!(
             "session-{}-{}",
             std::process::id(),
@@ -234,47 +339,22 @@ impl SessionGroup {
         );
         let user = format!("user-{uid}");
         let mut group = SessionGroup { dirs: Vec::new() };
-        match layout {
-            Layout::Unavailable => return Ok(None),
-            Layout::V2 => {
-                let root = Path::new(ROOT);
-                let base = root.join("agentd");
-                let controllers = if has_cpu(layout) {
-                    "+pids +memory +cpu"
-                } else {
-                    "+pids +memory"
-                };
-                // Controllers are enabled from the root down to the sessions' children.
-                let _ = std::fs::write(root.join("cgroup.subtree_control"), controllers);
-                std::fs::create_dir_all(base.join(&user))?;
-                let _ = std::fs::write(base.join("cgroup.subtree_control"), controllers);
-                let user_dir = base.join(&user);
-                set_level("", &user_dir, &bounds.user)?;
-                let _ = std::fs::write(user_dir.join("cgroup.subtree_control"), controllers);
-                let dir = user_dir.join(&name);
-                std::fs::create_dir(&dir)?;
-                group.dirs.push(("", dir.clone()));
-                set_level("", &dir, &bounds.session)?;
-                let _ = std::fs::write(dir.join("cgroup.subtree_control"), "+pids +memory");
+        for (hierarchy, top) in bound_top(layout, &bounds)? {
+            let user_dir = top.join(&user);
+            std::fs::create_dir_all(&user_dir)?;
+            set_level(hierarchy, &user_dir, &bounds.user)?;
+            if layout == Layout::V2 {
+                let _ = std::fs::write(
+                    user_dir.join("cgroup.subtree_control"),
+                    v2_controllers(layout),
+                );
             }
-            Layout::V1 => {
-                for hierarchy in V1_HIERARCHIES {
-                    let top = Path::new(ROOT).join(hierarchy);
-                    if !top.join("cgroup.procs").exists()
-                        || (hierarchy == "cpu"
-                            && bounds.session.cpus.is_none()
-                            && bounds.user.cpus.is_none())
-                    {
-                        continue;
-                    }
-                    let user_dir = top.join("agentd").join(&user);
-                    std::fs::create_dir_all(&user_dir)?;
-                    set_level(hierarchy, &user_dir, &bounds.user)?;
-                    let dir = user_dir.join(&name);
-                    std::fs::create_dir(&dir)?;
-                    group.dirs.push((hierarchy, dir.clone()));
-                    set_level(hierarchy, &dir, &bounds.session)?;
-                }
+            let dir = user_dir.join(&name);
+            std::fs::create_dir(&dir)?;
+            group.dirs.push((hierarchy, dir.clone()));
+            set_level(hierarchy, &dir, &bounds.session)?;
+            if layout == Layout::V2 {
+                let _ = std::fs::write(dir.join("cgroup.subtree_control"), "+pids +memory");
             }
         }
         Ok(Some(Arc::new(group)))
@@ -361,12 +441,34 @@ mod tests {
         };
         let b = Bounds::defaults(&m);
         assert_eq!(b.session.memory_bytes, 12 << 30);
-        assert_eq!(b.user.memory_bytes, 18 << 30);
+        assert_eq!(b.user.memory_bytes, 12 << 30);
+        assert_eq!(b.total.memory_bytes, 18 << 30);
         assert_eq!(
-            (b.session.max_processes, b.user.max_processes),
-            (4096, 8192)
+            (
+                b.session.max_processes,
+                b.user.max_processes,
+                b.total.max_processes
+            ),
+            (4096, 8192, 16384)
         );
-        assert!(b.session.max_processes * 8 <= m.max_processes);
+        assert_eq!(b.nested(), b, "the defaults nest as they are");
+    }
+
+    #[test]
+    fn a_level_is_clamped_to_the_one_above_it() {
+        let level = |memory_bytes, max_processes, cpus| Level {
+            memory_bytes,
+            max_processes,
+            cpus,
+        };
+        let b = Bounds {
+            session: level(8 << 30, 100, None),
+            user: level(4 << 30, 5000, Some(3.0)),
+            total: level(2 << 30, 1000, Some(2.0)),
+        }
+        .nested();
+        assert_eq!(b.user, level(2 << 30, 1000, Some(2.0)));
+        assert_eq!(b.session, level(2 << 30, 100, Some(2.0)));
     }
 
     #[test]
@@ -383,10 +485,13 @@ mod tests {
                 cpus: Some(0.5),
             },
             user: Level {
-                memory_bytes: 600 << 20,
+                // Above the total: written as the total's.
+                memory_bytes: u64::MAX / 4,
                 max_processes: 177,
                 cpus: Some(1.0),
             },
+            // The machine's own, so that other tests' sessions meanwhile keep their bounds.
+            total: Bounds::defaults(&Machine::read()).total,
         };
         // A uid no test runs as, so the user group's bounds are this test's.
         let uid = 4_000_000_000 - std::process::id() % 1000;
@@ -410,6 +515,18 @@ mod tests {
             ),
         };
         assert_eq!(read(&mem_dir, mem_file).trim(), (300u64 << 20).to_string());
+        let user_mem = mem_dir.parent().unwrap();
+        let top_mem = user_mem.parent().unwrap();
+        assert!(top_mem.ends_with("agentd"), "{top_mem:?}");
+        assert_eq!(
+            read(user_mem, mem_file),
+            read(top_mem, mem_file),
+            "the user's memory is clamped to the total"
+        );
+        assert_eq!(
+            read(user_dir.parent().unwrap(), "pids.max").trim(),
+            bounds.total.max_processes.to_string()
+        );
         let Ok(Some(call)) =
             super::super::cgroup::CallGroup::create(layout, Some(&group), 5, 1 << 30)
         else {

@@ -203,6 +203,10 @@ impl CallGroup {
             group.session = session.cloned();
             return Ok(Some(group));
         }
+        if session.is_none() {
+            // Outside a session the call's group is in `agentd`'s: bounded with all users'.
+            super::aggregate::bound_top(layout, &super::aggregate::bounds())?;
+        }
         // The parent in a hierarchy: the session's group there, else `agentd`'s.
         let parent = |hierarchy: &str| {
             session

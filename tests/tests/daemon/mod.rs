@@ -174,6 +174,17 @@ impl Client {
         .unwrap()
     }
 
+    /// The next frame, or why there is none (`IoError::Closed`: the daemon closed the
+    /// connection).
+    pub async fn read_raw(&mut self) -> Result<ServerMessage, protocol::io::IoError> {
+        tokio::time::timeout(
+            PATIENCE,
+            self.conn.read_message::<ServerMessage>(self.encoding),
+        )
+        .await
+        .expect("agentd sent nothing in time")
+    }
+
     /// Sends `request` and returns its answer; events that come first are kept for later.
     pub async fn ask(&mut self, request: Request) -> ResponseBody {
         let id = self.next_id;
