@@ -436,6 +436,17 @@ pub fn host_git(dir: &Path, who: As, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The names in the quarantine of the writable root `root` (`.agentd-quarantine`), if any.
+pub fn quarantined(root: &Path) -> Vec<String> {
+    std::fs::read_dir(root.join(".agentd-quarantine"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A workspace with a git repository and one commit, owned by `who`.
 pub fn repo(label: &str, who: As) -> Dir {
     let ws = Dir::new(label, who);

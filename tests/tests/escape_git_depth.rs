@@ -7,7 +7,8 @@
 
 use agentd_e2e::mock_llm::{MockLlm, Reply, openai};
 use agentd_e2e::{
-    Dir, GIT, both, command_as, give, host_git, later_git_status_runs_planted_code, repo, sandbox,
+    Dir, GIT, both, command_as, give, host_git, later_git_status_runs_planted_code, quarantined,
+    repo, sandbox,
 };
 
 /// The command of the finding: a repository made two levels down, its fsmonitor set, and the
@@ -17,16 +18,6 @@ fn plant_nested(marker: &std::path::Path) -> String {
         "mkdir -p vendor/lib && cd vendor/lib && {GIT} init -q && {GIT} commit -q --allow-empty -m x && {GIT} config core.fsmonitor 'touch {m}; false' && printf '#!/bin/sh\\ntouch {m}\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && cd ../.. && {GIT} add vendor/lib && echo planted",
         m = marker.display()
     )
-}
-
-fn quarantined(ws: &Dir) -> Vec<String> {
-    std::fs::read_dir(ws.0.join(".agentd-quarantine"))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 both!(
@@ -41,7 +32,7 @@ both!(
             run.stdout.contains("vendor/lib/.git/config") && run.stdout.contains("moved to"),
             "the check says what it moved: {run:?}"
         );
-        let moved = quarantined(&ws);
+        let moved = quarantined(&ws.0);
         assert!(
             moved.iter().any(|n| n.contains("config")) && moved.iter().any(|n| n.contains("hooks")),
             "{moved:?}"
@@ -137,7 +128,7 @@ both!(
             "nothing to quarantine: {run:?}"
         );
         assert!(ws.0.join("a/b/.git/config").is_file());
-        assert!(quarantined(&ws).is_empty());
+        assert!(quarantined(&ws.0).is_empty());
         // And from the next call on it is protected like the others.
         let next = sandbox(
             who,

@@ -6,20 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests: a panic is the failure report
 
 use agentd_e2e::{
-    Dir, GIT, both, give, host_git, host_git_command, later_git_status_runs_planted_code, repo,
-    sandbox,
+    Dir, GIT, both, give, host_git, host_git_command, later_git_status_runs_planted_code,
+    quarantined, repo, sandbox,
 };
 use std::path::Path;
-
-fn quarantined(ws: &Dir) -> Vec<String> {
-    std::fs::read_dir(ws.0.join(".agentd-quarantine"))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// A repository with three commits on `main`, owned by `who`.
 fn three_commits(label: &str, who: agentd_e2e::As) -> Dir {
@@ -61,7 +51,7 @@ both!(
         );
         assert!(run.stdout.contains("made"), "{run:?}");
         assert!(
-            quarantined(&ws).iter().any(|n| n.ends_with("config")),
+            quarantined(&ws.0).iter().any(|n| n.ends_with("config")),
             "the config with core.worktree stays: {run:?}"
         );
         let top = host_git(&ws.0, who, &["rev-parse", "--show-toplevel"]);
@@ -93,7 +83,9 @@ both!(
         );
         assert!(run.stdout.contains("stopped"), "{run:?}");
         assert!(
-            quarantined(&ws).iter().any(|n| n.contains("rebase-merge")),
+            quarantined(&ws.0)
+                .iter()
+                .any(|n| n.contains("rebase-merge")),
             "{run:?}"
         );
         let cont = host_git_command(&ws.0, who)
@@ -123,7 +115,7 @@ both!(
         );
         assert!(run.stdout.contains("stopped"), "{run:?}");
         assert!(
-            quarantined(&ws).iter().any(|n| n.contains("sequencer")),
+            quarantined(&ws.0).iter().any(|n| n.contains("sequencer")),
             "{run:?}"
         );
         std::fs::write(ws.0.join("a.txt"), "resolved\n").unwrap();
@@ -149,7 +141,7 @@ both!(a_rebase_stopped_at_a_conflict_stays_in_progress, |who| {
         &[],
     );
     assert!(run.stdout.contains("stopped"), "{run:?}");
-    assert!(quarantined(&ws).is_empty(), "{run:?}");
+    assert!(quarantined(&ws.0).is_empty(), "{run:?}");
     let status = host_git(&ws.0, who, &["status"]);
     assert!(status.contains("rebase in progress"), "{status}");
 });

@@ -51,15 +51,6 @@ fn commondir(marker: &Path) -> String {
 }
 
 /// What is in the workspace's quarantine (nothing when there is none).
-fn quarantined(ws: &Path) -> Vec<String> {
-    std::fs::read_dir(ws.join(".agentd-quarantine"))
-        .map(|d| {
-            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Waits until `path` exists (the call has planted it), at most 30 s.
 fn until_planted(path: &Path) {
     wait_for(&format!("{} planted", path.display()), || {
@@ -120,7 +111,7 @@ fn an_interrupted_agent_run_still_quarantines_the_vscode_tasks_its_call_planted(
         std::fs::symlink_metadata(ws.0.join(".vscode")).is_err(),
         "the planted .vscode was left in place: {stdout}\n{stderr}"
     );
-    let moved = quarantined(&ws.0);
+    let moved = agentd_e2e::quarantined(&ws.0);
     assert_eq!(moved.len(), 1, "{moved:?}\n{stdout}\n{stderr}");
     assert!(moved[0].ends_with(".vscode"), "{moved:?}");
     assert!(
@@ -144,7 +135,7 @@ fn an_interrupted_agent_run_still_quarantines_a_planted_git_commondir() {
         std::fs::symlink_metadata(ws.0.join(".git/commondir")).is_err(),
         "the planted commondir was left in place: {stdout}\n{stderr}"
     );
-    let moved = quarantined(&ws.0);
+    let moved = agentd_e2e::quarantined(&ws.0);
     assert!(
         moved.iter().any(|m| m.ends_with("commondir")),
         "{moved:?}\n{stderr}"
@@ -189,7 +180,7 @@ fn a_daemon_clients_interrupt_still_quarantines_what_the_call_planted() {
             std::fs::symlink_metadata(ws.0.join(".vscode")).is_err(),
             "the planted .vscode was left in place: {rest:?}"
         );
-        let moved = quarantined(&ws.0);
+        let moved = agentd_e2e::quarantined(&ws.0);
         assert_eq!(moved.len(), 1, "{moved:?}");
         let told = rest.iter().any(|e| match &e.event {
             Event::ToolOutputDelta(d) => d.text.contains("moved to"),
