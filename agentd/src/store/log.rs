@@ -3,7 +3,7 @@
 
 use super::read::{self, Loaded};
 use super::summary::Entry;
-use super::{FORMAT_VERSION, Store, StoreError, io_err};
+use super::{Store, StoreError, io_err};
 use nix::fcntl::{Flock, FlockArg};
 use protocol::event::Event;
 use protocol::ids::{Seq, SessionId};
@@ -148,29 +148,10 @@ impl SessionLog {
         owner_uid: u32,
         options: Options,
     ) -> Result<(Self, Header), StoreError> {
-        let created_unix_ms = now_ms();
-        let (id, dir) = loop {
-            // Unguessable: the id is all another user would need to name the session.
-            let id = crate::random::bytes()
-                .map(SessionId::from_random)
-                .map_err(io_err(store.root()))?;
-            let dir = store.dir_of(&id);
-            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-                Ok(()) => break (id, dir),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io_err(&dir)(e)),
-            }
-        };
-        let header = Header {
-            agentd_session: FORMAT_VERSION,
-            id,
-            workspace: workspace.to_path_buf(),
-            model: model.to_owned(),
-            owner_uid,
-            created_unix_ms,
-            options,
-        };
-        Self::start(store, &dir, header)
+        // One way to draw the id and make the directory: a pending log's, written at once.
+        let pending = super::pending::PendingLog::new(store, workspace, model, owner_uid, options)?;
+        let header = pending.header().clone();
+        Ok((pending.create()?, header))
     }
 
     /// Writes the log of `header` in its new directory `dir`, and syncs it and the directory.
