@@ -72,10 +72,16 @@ fn strip(v: &mut Value) {
 fn prompt_of(body: &Value) -> String {
     let mut body = body.clone();
     strip(&mut body);
-    ["tools", "system", "systemInstruction", "messages", "contents"]
-        .iter()
-        .map(|k| body.get(*k).map(Value::to_string).unwrap_or_default())
-        .collect()
+    [
+        "tools",
+        "system",
+        "systemInstruction",
+        "messages",
+        "contents",
+    ]
+    .iter()
+    .map(|k| body.get(*k).map(Value::to_string).unwrap_or_default())
+    .collect()
 }
 
 fn common_prefix(a: &str, b: &str) -> usize {
@@ -229,9 +235,8 @@ fn report(name: &str, kind: Kind, before: &[Sent], after: &[Sent]) {
     };
     let (b, a) = (tokens(before), tokens(after));
     if kind == Kind::Anthropic {
-        let cost = |t: (u64, u64, u64)| {
-            dollars(t.0, input) + dollars(t.1, read) + dollars(t.2, write)
-        };
+        let cost =
+            |t: (u64, u64, u64)| dollars(t.0, input) + dollars(t.1, read) + dollars(t.2, write);
         println!(
             "input tokens at full price: {} before, {} after ({:.1} % less); read {}, written {}; input cost at list price: ${:.2} before, ${:.2} after",
             b.0,

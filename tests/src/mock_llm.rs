@@ -387,7 +387,8 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     };
     let billed = match state.prompt_cache.lock().unwrap().as_mut() {
         Some(cache)
-            if scripted.is_some() && strict::format_of(&path) == Some(strict::Format::Anthropic) =>
+            if scripted.is_some()
+                && strict::format_of(&path) == Some(strict::Format::Anthropic) =>
         {
             Some(cache.bill(&body, context::tokens_of(raw_body.len())))
         }

@@ -80,9 +80,18 @@ async fn each_step_reads_what_the_previous_one_cached() {
         messages.push(Message::tool_result(&call, "x".repeat(10_000)));
     }
     let sent = mock.requests();
-    let last = sent[3].body["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = sent[3].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     let blocks = last["content"].as_array().unwrap();
-    assert_eq!(blocks.last().unwrap()["type"], "text", "the reminder is last: {last}");
+    assert_eq!(
+        blocks.last().unwrap()["type"],
+        "text",
+        "the reminder is last: {last}"
+    );
     assert!(blocks.last().unwrap().get("cache_control").is_none());
     assert!(blocks[blocks.len() - 2].get("cache_control").is_some());
     // The first request is under the shortest prefix cached (1024 tokens); the second (with a

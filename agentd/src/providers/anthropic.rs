@@ -139,7 +139,8 @@ pub fn request_body_capped(req: &ModelRequest, stream: bool, configured: Option<
         "stream": stream,
     });
     if !system.is_empty() {
-        body["system"] = json!([{"type": "text", "text": system.join("\n\n"), "cache_control": breakpoint()}]);
+        body["system"] =
+            json!([{"type": "text", "text": system.join("\n\n"), "cache_control": breakpoint()}]);
     }
     if !req.tools.is_empty() {
         let mut tools: Vec<Value> = req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters})).collect();
