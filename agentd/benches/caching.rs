@@ -274,19 +274,15 @@ fn report(name: &str, kind: Kind, before: &[Sent], after: &[Sent]) {
     }
 }
 
-fn main() {
+fn main() -> std::io::Result<()> {
     let steps = if std::env::args().any(|a| a == "--bench") {
         50
     } else {
         6
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => panic!("no runtime: {e}"),
-    };
+        .build()?;
     println!(
         "{steps} steps, 10 kB results, results kept whole for {KEEP} steps; B = bytes sent; reuse% = share of the previous request that begins this one; Anthropic tokens as its prompt cache bills them"
     );
@@ -299,4 +295,5 @@ fn main() {
         let after = runtime.block_on(session(kind, true, steps));
         report(name, kind, &before, &after);
     }
+    Ok(())
 }
