@@ -73,6 +73,7 @@ fn main() {
                     messages,
                     tools: tools.clone(),
                     max_tokens: None,
+                    reminder: None,
                 };
                 let body = match k {
                     0 => openai::request_body(&request, true),

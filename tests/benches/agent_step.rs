@@ -116,7 +116,7 @@ fn main() {
         let mut baseline = Vec::with_capacity(STEPS);
         for i in 0..STEPS {
             let messages: Vec<Message> = messages[..2 + 2 * i].to_vec();
-            let request = ModelRequest { model: "m".into(), messages, tools: tools.clone(), max_tokens: None };
+            let request = ModelRequest { model: "m".into(), messages, tools: tools.clone(), max_tokens: None, reminder: None };
             let start = Instant::now();
             if provider.complete(&request, &mut |_| {}).await.is_err() {
                 std::process::exit(1);

@@ -12,6 +12,7 @@ pub mod anthropic;
 pub mod context;
 pub mod gemini;
 pub mod openai;
+pub mod prompt_cache;
 mod strict;
 
 use std::collections::VecDeque;
@@ -187,6 +188,8 @@ struct State {
     issued: Mutex<strict::Issued>,
     /// The context window, tokens ([`context`]); 0 for none.
     context_limit: std::sync::atomic::AtomicU64,
+    /// Anthropic's prompt cache, when a test counts it ([`MockLlm::count_prompt_cache`]).
+    prompt_cache: Mutex<Option<prompt_cache::PromptCache>>,
     /// Body bytes of endless replies written to clients so far.
     endless_sent: std::sync::atomic::AtomicUsize,
     /// When set, chooses every reply from the request's body instead of the script.
@@ -277,6 +280,13 @@ impl MockLlm {
         self.state
             .context_limit
             .store(tokens, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Makes the mock bill Anthropic requests as the real prompt cache does ([`prompt_cache`]):
+    /// each reply's usage says what was read from and written to the cache. Off by default, so
+    /// that scripted usage reaches the client as the script says.
+    pub fn count_prompt_cache(&self) {
+        *self.state.prompt_cache.lock().unwrap() = Some(prompt_cache::PromptCache::default());
     }
 
     /// The API root to configure a client with, e.g. `http://127.0.0.1:PORT/v1`.
@@ -375,6 +385,15 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
             )
         }
     };
+    let billed = match state.prompt_cache.lock().unwrap().as_mut() {
+        Some(cache)
+            if scripted.is_some()
+                && strict::format_of(&path) == Some(strict::Format::Anthropic) =>
+        {
+            Some(cache.bill(&body, context::tokens_of(raw_body.len())))
+        }
+        _ => None,
+    };
     // A scripted mock records every request, refused ones too (a test checks what was sent); a
     // responding mock is as strict, but keeps no record: it serves benchmarks of thousands of
     // calls.
@@ -391,7 +410,10 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) -> std::io::Result<()> 
         (Err(refusal), _) => refusal,
         (Ok(()), Some(reply)) => {
             strict::record(&mut state.issued.lock().unwrap(), &reply);
-            reply
+            match billed {
+                Some(billed) => prompt_cache::with_usage(reply, billed),
+                None => reply,
+            }
         }
         (Ok(()), None) => Reply::error(500, "the mock answered nothing", &[]),
     };

@@ -17,6 +17,7 @@ fn accepted_by_every_provider(messages: &[Message]) {
         messages: messages.to_vec(),
         tools: agentd::agent::tools::specs().to_vec(),
         max_tokens: Some(1024),
+        reminder: None,
     };
     for (path, body) in [
         ("/v1/chat/completions", openai::request_body(&request, true)),
@@ -72,6 +73,7 @@ fn a_call_without_its_result_is_refused_by_every_provider() {
         messages: history,
         tools: vec![],
         max_tokens: None,
+        reminder: None,
     };
     for (path, body) in [
         ("/v1/chat/completions", openai::request_body(&request, true)),

@@ -39,6 +39,7 @@ fn conversation() -> ModelRequest {
             parameters: json!({"type": "object"}),
         }],
         max_tokens: None,
+        reminder: None,
     }
 }
 
@@ -111,7 +112,7 @@ async fn anthropic_stream_joins_input_json_and_results_go_back_as_tool_result_bl
     assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
     assert!(sent.header("authorization").is_none() && !sent.raw_body.contains("sk-ant-test"));
     let b = &sent.body;
-    assert_eq!(b["system"], "be brief");
+    assert_eq!(b["system"][0]["text"], "be brief");
     // A model name the limits table does not know: the cap every Claude model takes.
     assert_eq!(b["max_tokens"], 4096);
     assert_eq!(b["messages"][1]["content"][1]["type"], "tool_use");

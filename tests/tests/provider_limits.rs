@@ -40,6 +40,7 @@ fn ask(model: &str, messages: Vec<Message>) -> ModelRequest {
         messages,
         tools: vec![],
         max_tokens: None,
+        reminder: None,
     }
 }
 

@@ -22,6 +22,7 @@ fn request() -> ModelRequest {
             parameters: serde_json::json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
         }],
         max_tokens: None,
+        reminder: None,
     }
 }
 

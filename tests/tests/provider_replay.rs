@@ -18,6 +18,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         messages,
         tools: tools::specs().to_vec(),
         max_tokens: None,
+        reminder: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn request() -> ModelRequest {
         messages: vec![Message::text(Role::User, "fix it")],
         tools: vec![],
         max_tokens: None,
+        reminder: None,
     }
 }
 

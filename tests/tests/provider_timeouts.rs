@@ -35,6 +35,7 @@ fn ask(model: &str) -> ModelRequest {
         messages: vec![Message::text(Role::User, "think hard")],
         tools: vec![],
         max_tokens: None,
+        reminder: None,
     }
 }
 

@@ -144,6 +144,7 @@ impl Format {
             ],
             tools: vec![],
             max_tokens: None,
+            reminder: None,
         };
         let configure = |t: &mut Transport| {
             t.max_response_bytes = max;

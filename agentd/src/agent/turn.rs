@@ -350,24 +350,18 @@ impl Agent {
         Ok(response)
     }
 
-    /// The next request: the history with the reminders (the todo list, the git branch and
-    /// what changed) on its newest message (this request only; the history does not keep
-    /// them), and the tools on offer.
+    /// The next request: the history, the reminders (the todo list, the git branch and what
+    /// changed) for this request only, which the adapters put at its very end (the history does
+    /// not keep them), and the tools on offer.
     fn request(&self) -> ModelRequest {
-        let mut messages = self.messages.clone();
         let todos = crate::context::todos::reminder(&self.dispatcher.session.todos());
         let reminders: Vec<String> = todos.into_iter().chain(self.git.reminder()).collect();
-        if let (false, Some(last)) = (reminders.is_empty(), messages.last_mut())
-            && matches!(last.role, Role::User | Role::Tool)
-        {
-            let text = reminders.concat();
-            last.content = format!("{}\n\n<reminder>\n{text}</reminder>", last.content);
-        }
         ModelRequest {
             model: self.model.clone(),
-            messages,
+            messages: self.messages.clone(),
             tools: self.dispatcher.offered(),
             max_tokens: None,
+            reminder: (!reminders.is_empty()).then(|| reminders.concat()),
         }
     }
 

@@ -87,6 +87,7 @@ pub fn summary_request(model: &str, older: &[Message]) -> ModelRequest {
         ],
         tools: vec![],
         max_tokens: Some(SUMMARY_MAX_TOKENS),
+        reminder: None,
     }
 }
 

@@ -153,29 +153,71 @@ pub fn estimate_all(messages: &[Message]) -> u64 {
 /// The marker that starts a cleared result; a result that starts with it is not cleared again.
 pub const CLEARED: &str = "[older tool result cleared to save context";
 
-/// Replaces the content of tool results older than the newest `keep_steps` steps that called
-/// tools with a one-line note; returns how many were cleared. Calls and pairs stay as they were.
+/// Clears stale tool results in batches: once a result is `2 × keep_steps` tool-calling steps
+/// old, every result older than the newest `keep_steps` steps is replaced by a one-line note
+/// ([`clear_older_than`]); returns how many were cleared. So results live between `keep_steps`
+/// and `2 × keep_steps` steps, and the history is rewritten once every `keep_steps` steps rather
+/// than at every step: each rewrite changes a message far back in the request, which ends the
+/// prefix the providers' prompt caches reuse (OpenAI and Gemini match a byte-identical prefix,
+/// Anthropic a prefix up to a breakpoint), so the whole history after it is paid in full again.
 pub fn clear_stale(messages: &mut [Message], keep_steps: usize) -> usize {
-    let steps: Vec<usize> = messages
+    let due = step_starts(messages)
+        .iter()
+        .rev()
+        .nth(keep_steps.saturating_mul(2).saturating_sub(1))
+        .is_some_and(|&boundary| {
+            messages[..boundary]
+                .iter()
+                .any(|m| m.role == Role::Tool && clearable(m))
+        });
+    if due || keep_steps == 0 {
+        clear_older_than(messages, keep_steps)
+    } else {
+        0
+    }
+}
+
+/// The indices of the assistant messages that called tools, oldest first.
+fn step_starts(messages: &[Message]) -> Vec<usize> {
+    messages
         .iter()
         .enumerate()
         .filter(|(_, m)| m.role == Role::Assistant && !m.tool_calls.is_empty())
         .map(|(i, _)| i)
-        .collect();
+        .collect()
+}
+
+/// The note that replaces a result, when it is shorter than the result.
+fn note_for(m: &Message) -> Option<String> {
+    if m.content.starts_with(CLEARED) {
+        return None;
+    }
+    let note = format!(
+        "{CLEARED}: {} bytes; run the call again if you need it]",
+        m.content.len()
+    );
+    (note.len() < m.content.len()).then_some(note)
+}
+
+fn clearable(m: &Message) -> bool {
+    note_for(m).is_some()
+}
+
+/// Replaces the content of tool results older than the newest `keep_steps` steps that called
+/// tools with a one-line note; returns how many were cleared. Calls and pairs stay as they
+/// were. Called at every step, this rewrites one message each step ([`clear_stale`] batches).
+pub fn clear_older_than(messages: &mut [Message], keep_steps: usize) -> usize {
+    let steps = step_starts(messages);
     let boundary = match steps.len().checked_sub(keep_steps) {
         None => return 0,
         Some(n) => steps.get(n).copied().unwrap_or(messages.len()),
     };
     let mut cleared = 0;
     for m in &mut messages[..boundary] {
-        if m.role != Role::Tool || m.content.starts_with(CLEARED) {
+        if m.role != Role::Tool {
             continue;
         }
-        let note = format!(
-            "{CLEARED}: {} bytes; run the call again if you need it]",
-            m.content.len()
-        );
-        if note.len() < m.content.len() {
+        if let Some(note) = note_for(m) {
             m.content = note;
             cleared += 1;
         }
@@ -239,6 +281,41 @@ mod tests {
 
     fn text(role: Role, content: &str) -> Message {
         Message::text(role, content.to_owned())
+    }
+
+    /// A 50-step session with 10 kB results, fitted before each step as the loop does: the
+    /// history before the newest step is rewritten at most once every 8 steps (clearing one
+    /// result per step rewrote it at 42 of the 50), and no result outlives 16 steps.
+    #[test]
+    fn stale_results_are_cleared_in_batches_not_one_per_step() {
+        use protocol::event::ToolCall;
+        use protocol::ids::ToolCallId;
+        let mut history = vec![text(Role::System, "sys"), text(Role::User, "go")];
+        let mut rewrites = 0;
+        for step in 0..50u64 {
+            let before = history.clone();
+            clear_stale(&mut history, 8);
+            if history != before {
+                rewrites += 1;
+            }
+            let kept = history
+                .iter()
+                .filter(|m| m.role == Role::Tool && !m.content.starts_with(CLEARED))
+                .count();
+            assert!(kept <= 16, "step {step}: {kept} results kept whole");
+            let call = ToolCall {
+                id: ToolCallId::generated(step),
+                name: "bash".into(),
+                arguments: "{}".into(),
+            };
+            history.push(Message {
+                tool_calls: vec![call.clone()],
+                ..text(Role::Assistant, "")
+            });
+            history.push(Message::tool_result(&call, "x".repeat(10_000)));
+        }
+        assert!(rewrites <= 50 / 8, "{rewrites} rewrites in 50 steps");
+        assert!(rewrites >= 4, "results are still cleared: {rewrites}");
     }
 
     #[test]

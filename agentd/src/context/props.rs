@@ -33,8 +33,8 @@ proptest! {
         }
         let old = history.iter().position(|m| m.role == Role::Tool && m.content.len() > 100);
         let steps_after = |i: usize| history[i..].iter().filter(|m| !m.tool_calls.is_empty()).count();
-        if let Some(i) = old.filter(|&i| steps_after(i) > keep) {
-            prop_assert!(cleared[i].content.starts_with(CLEARED), "an old, long result is cleared");
+        if let Some(i) = old.filter(|&i| steps_after(i) >= (2 * keep).max(1)) {
+            prop_assert!(cleared[i].content.starts_with(CLEARED), "a result 2 × keep steps old is cleared");
         }
 
         let window = Window::new(window_tokens);

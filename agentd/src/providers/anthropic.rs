@@ -82,7 +82,22 @@ pub fn request_body(req: &ModelRequest, stream: bool) -> Value {
     request_body_capped(req, stream, None)
 }
 
+/// A prompt-cache breakpoint: the prefix up to and including the block that carries it is
+/// cached for five minutes, and a later request that begins with the same prefix reads it at a
+/// tenth of the input price (writing it costs 1.25 times)
+/// (<https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>).
+fn breakpoint() -> Value {
+    json!({"type": "ephemeral"})
+}
+
 /// [`request_body`] with `configured`, `[provider] max_output_tokens`.
+///
+/// Three prompt-cache breakpoints (the API takes at most four): the last tool, the system
+/// prompt, and the last block of the newest message. The cache is read in the order tools,
+/// system, messages, so each step reads everything the previous step wrote (the API looks back
+/// up to 20 blocks from a breakpoint for an earlier one) and writes only what was added since.
+/// The reminder goes after the newest message's breakpoint: it changes every step, and inside
+/// the cached prefix it would make every entry miss on the next step.
 pub fn request_body_capped(req: &ModelRequest, stream: bool, configured: Option<u32>) -> Value {
     let system: Vec<&str> = req
         .messages
@@ -101,6 +116,18 @@ pub fn request_body_capped(req: &ModelRequest, stream: bool, configured: Option<
             _ => messages.push((role, blocks)),
         }
     }
+    // Thinking blocks cannot carry a breakpoint; the newest message is the user's in practice.
+    if let Some(block) = messages
+        .last_mut()
+        .and_then(|(_, blocks)| blocks.last_mut())
+        .filter(|b| !is_opaque(b.get("type").and_then(Value::as_str)))
+    {
+        block["cache_control"] = breakpoint();
+    }
+    if let (Some(text), Some(("user", blocks))) = (req.reminder.as_deref(), messages.last_mut()) {
+        let text = super::model::reminder_suffix(text);
+        blocks.push(json!({"type": "text", "text": text.trim_start()}));
+    }
     let messages: Vec<Value> = messages
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
@@ -112,10 +139,15 @@ pub fn request_body_capped(req: &ModelRequest, stream: bool, configured: Option<
         "stream": stream,
     });
     if !system.is_empty() {
-        body["system"] = json!(system.join("\n\n"));
+        body["system"] =
+            json!([{"type": "text", "text": system.join("\n\n"), "cache_control": breakpoint()}]);
     }
     if !req.tools.is_empty() {
-        body["tools"] = req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters})).collect();
+        let mut tools: Vec<Value> = req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters})).collect();
+        if let Some(last) = tools.last_mut() {
+            last["cache_control"] = breakpoint();
+        }
+        body["tools"] = json!(tools);
     }
     body
 }

@@ -95,7 +95,8 @@ pub fn request_body(req: &ModelRequest) -> Value {
 /// when the request or the config sets a cap (see [`super::limits::request_cap`]).
 pub fn request_body_capped(req: &ModelRequest, configured: Option<u32>) -> Value {
     let mut contents: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for m in req.messages.iter().filter(|m| m.role != Role::System) {
+    let messages = req.messages_with_reminder();
+    for m in messages.iter().filter(|m| m.role != Role::System) {
         let (role, parts) = parts_of(m);
         if parts.is_empty() {
             continue; // an empty answer: the API refuses a content without parts

@@ -154,6 +154,33 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// A cap on output tokens, when set.
     pub max_tokens: Option<u32>,
+    /// What changes from step to step (the todo list, the git state), for this request only:
+    /// every adapter puts it after everything else, so that the rest of the request stays a
+    /// byte-identical prefix of the next one, which the providers' prompt caches reuse.
+    pub reminder: Option<String>,
+}
+
+impl ModelRequest {
+    /// The messages with the reminder appended to the newest one when that is the user's or a
+    /// tool's (the history itself never keeps it): the request's last bytes, so that the next
+    /// request, which carries this message without it, still shares everything before it.
+    pub fn messages_with_reminder(&self) -> std::borrow::Cow<'_, [Message]> {
+        let Some(text) = self.reminder.as_deref() else {
+            return std::borrow::Cow::Borrowed(&self.messages);
+        };
+        let mut messages = self.messages.clone();
+        if let Some(last) = messages.last_mut()
+            && matches!(last.role, Role::User | Role::Tool)
+        {
+            last.content = format!("{}{}", last.content, reminder_suffix(text));
+        }
+        std::borrow::Cow::Owned(messages)
+    }
+}
+
+/// The reminder as it follows a message's text.
+pub fn reminder_suffix(text: &str) -> String {
+    format!("\n\n<reminder>\n{text}</reminder>")
 }
 
 /// What the model answered.

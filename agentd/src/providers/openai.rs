@@ -86,7 +86,7 @@ pub fn request_body(req: &ModelRequest, stream: bool) -> Value {
 /// The chat-completions request body; `configured` is `[provider] max_output_tokens`.
 pub fn request_body_capped(req: &ModelRequest, stream: bool, configured: Option<u32>) -> Value {
     let messages: Vec<Value> = req
-        .messages
+        .messages_with_reminder()
         .iter()
         .filter(|m| !is_empty_answer(m))
         .map(message_json)

@@ -50,9 +50,9 @@ pub(super) fn check(path: &str, body: &Value, issued: &Issued) -> Result<(), Rep
         Some(Format::OpenAi) => params::check_openai(body)
             .and_then(|()| check_openai(body))
             .and_then(|()| reasoning::check(body, issued)),
-        Some(Format::Anthropic) => {
-            params::check_anthropic(body).and_then(|()| check_anthropic(body, issued))
-        }
+        Some(Format::Anthropic) => params::check_anthropic(body)
+            .and_then(|()| super::prompt_cache::check(body).map_err(anthropic_error))
+            .and_then(|()| check_anthropic(body, issued)),
         Some(Format::Gemini) => check_gemini(body, issued),
         None => Ok(()),
     }
