@@ -91,14 +91,14 @@ both!(
     the_read_only_proc_paths_cannot_be_written_even_where_their_mode_allows,
     |who| {
         let ws = Dir::new("proc-ro", who);
-        // The mount says so, whatever Landlock (the other layer) would refuse too.
-        let run = sandbox(
-            who,
-            &ws.0,
-            &[],
-            "for p in /proc/sys /proc/bus /proc/fs /proc/irq; do [ -e $p ] || continue; grep -q \" $p ro,\" /proc/self/mountinfo && echo \"$p ro\" || echo \"$p writable\"; done",
-            &[],
-        );
+        // The mount that holds each path says so, whatever Landlock (the other layer) would
+        // refuse too: the deepest mount point on the way to it, and its options.
+        let script = r#"for p in /proc/sys /proc/bus /proc/fs /proc/irq /proc/sysrq-trigger /proc/self/oom_score_adj; do
+  [ -e $p ] || continue
+  o=$(awk -v p="$p" '($5 == "/" || $5 == p || index(p, $5 "/") == 1) && length($5) > n { n = length($5); o = $6 } END { print o }' /proc/self/mountinfo)
+  case ",$o," in *,ro,*) echo "$p ro" ;; *) echo "$p writable ($o)" ;; esac
+done"#;
+        let run = sandbox(who, &ws.0, &[], script, &[]);
         assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
         assert!(run.stdout.contains("/proc/sys ro"), "{}", run.stdout);
         assert!(!run.stdout.contains("writable"), "{}", run.stdout);

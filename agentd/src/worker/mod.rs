@@ -28,7 +28,9 @@ pub mod verify;
 pub mod zygote;
 
 pub use pool::WorkerPool;
-pub use spawn::{ReadyWorker, WorkerError, locate_worker, run_tool, start, start_with};
+pub use spawn::{
+    ProtectedCheck, ReadyWorker, WorkerError, locate_worker, run_tool, start, start_with,
+};
 
 use protocol::worker::{ResourceLimits, SandboxProfile, SandboxSpec};
 use std::path::{Path, PathBuf};

@@ -22,7 +22,7 @@
 
 use super::aggregate::SessionGroup;
 use super::protect::Baseline;
-use super::spawn::{ReadyWorker, WorkerError, start_with};
+use super::spawn::{ProtectedCheck, ReadyWorker, WorkerError, start_with};
 use super::tmp::{Owner, PrivateDir};
 use protocol::worker::{SandboxSpec, ToolRequest, ToolResult};
 use std::collections::VecDeque;
@@ -209,7 +209,7 @@ impl WorkerPool {
         let Warm { worker, tmp, .. } = match warm {
             Some(warm) => warm,
             None => {
-                let warm = self.inner.start_one().await?;
+                let warm = self.inner.start_one(ProtectedCheck::AtLockdown).await?;
                 self.inner.lock().broken = false;
                 warm
             }
@@ -271,7 +271,7 @@ impl Inner {
         for _ in 0..want {
             let inner = Arc::clone(this);
             runtime.spawn(async move {
-                let started = inner.start_one().await;
+                let started = inner.start_one(ProtectedCheck::AtTake).await;
                 let mut state = inner.lock();
                 state.starting = state.starting.saturating_sub(1);
                 match started {
@@ -287,8 +287,9 @@ impl Inner {
         }
     }
 
-    /// Starts one worker in a temp dir of its own and waits for it to be ready.
-    async fn start_one(&self) -> Result<Warm, WorkerError> {
+    /// Starts one worker in a temp dir of its own and waits for it to be ready; its protected
+    /// paths are compared with those that exist as `check` says.
+    async fn start_one(&self, check: ProtectedCheck) -> Result<Warm, WorkerError> {
         let root = &self.template.tmp_dir;
         let tmp = PrivateDir::create(root, "call-", Owner::of(&self.template)).map_err(|e| {
             WorkerError::TempDir {
@@ -303,6 +304,7 @@ impl Inner {
             &spec,
             Arc::clone(&self.baseline),
             self.group.clone(),
+            check,
         )
         .await?;
         Ok(Warm { worker, tmp, basis })

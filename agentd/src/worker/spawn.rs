@@ -230,7 +230,19 @@ pub struct ReadyWorker {
 /// less than that: then it is killed).
 pub async fn start(worker: &Path, spec: &SandboxSpec) -> Result<ReadyWorker, WorkerError> {
     let baseline = std::sync::Arc::new(super::protect::Baseline::now(spec));
-    start_with(worker, spec, baseline, None).await
+    start_with(worker, spec, baseline, None, ProtectedCheck::AtLockdown).await
+}
+
+/// When a worker's report of the protected paths it made read-only is compared with those that
+/// exist: a scan of the writable roots each time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtectedCheck {
+    /// As it locks down: it serves a call at once.
+    AtLockdown,
+    /// When a call takes it from the pool, which compares then (`Warm::staleness`): later, so
+    /// stricter, than at lockdown, and the check every pooled worker passes before its request
+    /// is sent. A scan at lockdown as well would be a third per call and prove less.
+    AtTake,
 }
 
 /// [`start`] for a worker of a session whose protected paths are compared with `baseline`
@@ -241,6 +253,7 @@ pub async fn start_with(
     spec: &SandboxSpec,
     baseline: std::sync::Arc<super::protect::Baseline>,
     group: Option<std::sync::Arc<super::aggregate::SessionGroup>>,
+    check: ProtectedCheck,
 ) -> Result<ReadyWorker, WorkerError> {
     // The repositories below the roots, as the session's last walk found them: the worker
     // protects each one's git files as it does the root's.
@@ -299,7 +312,7 @@ pub async fn start_with(
         .map_err(|e| WorkerError::Protocol(e.to_string()))?;
     let stream = UnixStream::from_std(ours).map_err(|e| WorkerError::Protocol(e.to_string()))?;
     let mut chan = FrameReader::new(stream, FrameDecoder::new(max_frame(spec)));
-    let locked = lock_down(&mut chan, spec).await;
+    let locked = lock_down(&mut chan, spec, check).await;
     let (report, locked) = match locked {
         Ok(report) => (report, Ok(())),
         Err((report, e)) => (report, Err(e)),
@@ -323,11 +336,12 @@ pub async fn start_with(
     }
 }
 
-/// Sends the spec and waits for a `ready` that meets it. On failure, the error and a report to
-/// keep meanwhile (the worker's, or an empty one).
+/// Sends the spec and waits for a `ready` that meets it (the protected paths as `check` says).
+/// On failure, the error and a report to keep meanwhile (the worker's, or an empty one).
 async fn lock_down(
     chan: &mut FrameReader<UnixStream>,
     spec: &SandboxSpec,
+    check: ProtectedCheck,
 ) -> Result<LockdownReport, (LockdownReport, WorkerError)> {
     let none = || LockdownReport {
         landlock_abi: None,
@@ -344,7 +358,10 @@ async fn lock_down(
         gid: 0,
         warnings: vec![],
     };
-    let expected = tool_worker::lockdown::mounts::view::protected_now(spec);
+    let expected = match check {
+        ProtectedCheck::AtLockdown => tool_worker::lockdown::mounts::view::protected_now(spec),
+        ProtectedCheck::AtTake => Vec::new(),
+    };
     let answer = async {
         send(chan, &ToWorker::Spec(spec.clone())).await?;
         recv(chan, LOCKDOWN_TIMEOUT).await

@@ -9,11 +9,15 @@
 //! not by name, and the kernel's build config (`/proc/config.gz`).
 //!
 //! A file is masked by binding `/dev/null` over it (it reads empty), a directory by an empty
-//! read-only tmpfs; the read-only paths are bound onto themselves read-only (`/proc/sys` is
-//! already closed to a call by Landlock; this is the second layer). A path this kernel does not
-//! have is skipped. All of it runs after the fresh `/proc` is mounted, which it covers.
+//! read-only tmpfs. A path this kernel does not have is skipped. All of it runs after the fresh
+//! `/proc` is mounted, which it covers.
+//!
+//! Docker's read-only paths ([`READ_ONLY`]) need no mount of their own: the fresh `/proc` is
+//! mounted read-only as a whole (Landlock grants a call only reading there, so no tool loses a
+//! write it had; this is the second layer, for all of `/proc` rather than five paths). A write
+//! through a magic link (`/proc/self/fd/1`) lands on the target's mount, not on `/proc`'s.
 
-use super::kernel::{MOUNT_ATTR_RDONLY, err, move_mount, open_tree, set_attr, tmpfs};
+use super::kernel::{err, tmpfs};
 use super::{MountError, Step};
 use nix::mount::{MsFlags, mount};
 use std::os::unix::fs::PermissionsExt;
@@ -39,7 +43,7 @@ pub const MASKED: &[&str] = &[
     "/proc/vmallocinfo",
 ];
 
-/// Read-only in every call: Docker's `ReadonlyPaths`.
+/// Docker's `ReadonlyPaths`: read-only in every call, with the rest of the read-only `/proc`.
 pub const READ_ONLY: &[&str] = &[
     "/proc/bus",
     "/proc/fs",
@@ -50,11 +54,10 @@ pub const READ_ONLY: &[&str] = &[
 
 /// The steps, after the one that mounts `/proc`.
 pub fn steps() -> Vec<Step> {
-    let mut steps: Vec<Step> = READ_ONLY
+    let mut steps: Vec<Step> = MASKED
         .iter()
-        .map(|p| Step::ReadOnlyPath { path: p.into() })
+        .map(|p| Step::Mask { path: p.into() })
         .collect();
-    steps.extend(MASKED.iter().map(|p| Step::Mask { path: p.into() }));
     steps.push(Step::MaskOwnerOnly);
     steps
 }
@@ -129,17 +132,6 @@ pub fn mask(path: &Path) -> Result<(), MountError> {
     }
 }
 
-/// Binds `path` onto itself read-only (with everything under it), if it exists.
-pub fn read_only(path: &Path) -> Result<(), MountError> {
-    if Cover::of(path) == Cover::Absent {
-        return Ok(());
-    }
-    open_tree(path)
-        .and_then(|copy| move_mount(&copy, path))
-        .and_then(|()| set_attr(path, true, MOUNT_ATTR_RDONLY, 0))
-        .map_err(err("making read-only", path))
-}
-
 /// Masks every file [`owner_only`] finds in `/proc`.
 pub fn mask_owner_only() -> Result<(), MountError> {
     owner_only(Path::new("/proc"))
@@ -152,16 +144,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_listed_path_is_masked_or_read_only_after_proc_is_mounted() {
+    fn every_listed_path_is_masked_and_the_read_only_ones_are_in_proc() {
         let steps = steps();
         for p in MASKED {
             assert!(steps.contains(&Step::Mask { path: p.into() }), "{p}");
         }
+        // Made read-only by the read-only `/proc` itself (`Step::Proc`).
         for p in READ_ONLY {
-            assert!(
-                steps.contains(&Step::ReadOnlyPath { path: p.into() }),
-                "{p}"
-            );
+            assert!(Path::new(p).starts_with("/proc"), "{p}");
         }
         assert!(steps.contains(&Step::MaskOwnerOnly));
     }

@@ -15,8 +15,8 @@
 //! 7. Pins: directories on the way to a protected path are bound onto themselves, so they cannot
 //!    be renamed away and recreated without the protection (`mv .git x && git init`).
 //! 8. Protected paths are bound onto themselves read-only, inside their writable parent.
-//! 9. A fresh procfs, mounted by the PID namespace's init so it shows the call's processes only,
-//!    its host-revealing files masked ([`super::masked`], which needs it mounted), and a private
+//! 9. A fresh procfs, read-only, mounted by the PID namespace's init so it shows the call's
+//!    processes only, its host-revealing files masked ([`super::masked`], which needs it mounted), and a private
 //!    `/dev/shm`, all made after step 5 so they stay as made.
 //!
 //! The working directory is entered after all of this (a directory entered before stays on the
@@ -119,7 +119,7 @@ pub enum Step {
         /// A directory, else a file.
         is_dir: bool,
     },
-    /// A fresh procfs at `/proc`.
+    /// A fresh procfs at `/proc`, read-only (Docker's read-only paths with the rest).
     Proc,
     /// A private tmpfs at `/dev/shm`.
     Shm {
@@ -128,11 +128,6 @@ pub enum Step {
     },
     /// Cover a kernel file or directory, if this kernel has it ([`super::masked`]).
     Mask {
-        /// The path.
-        path: PathBuf,
-    },
-    /// Bind a kernel path onto itself read-only, if this kernel has it.
-    ReadOnlyPath {
         /// The path.
         path: PathBuf,
     },
